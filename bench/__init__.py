@@ -1,0 +1,1 @@
+"""Stratamem benchmarks: ratios against baselines measured side by side in one run."""

@@ -1,0 +1,3 @@
+"""Entry point of the hermes adapter in the ``stratamem`` plugin group."""
+
+from __future__ import annotations

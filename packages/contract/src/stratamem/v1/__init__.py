@@ -1,0 +1,1 @@
+"""Generated protobuf and gRPC code for ``proto/stratamem/v1`` (built from proto/, never edited)."""
