@@ -11,7 +11,12 @@ import pluggy
 from stratamem.core import hookspecs
 
 #: Built-in plugins, registered exactly like third-party ones.
-DEFAULT_PLUGINS: tuple[str, ...] = ("stratamem.core.builtins",)
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "stratamem.core.builtins",
+    "stratamem.core.embedding.plugin",
+    "stratamem.core.llm.plugin",
+    "stratamem.core.workspace.plugin",
+)
 
 
 @functools.cache
@@ -22,8 +27,7 @@ def get_plugin_manager() -> pluggy.PluginManager:
     pm.add_hookspecs(hookspecs)
     for name in DEFAULT_PLUGINS:
         module = importlib.import_module(name)
-        if pm.get_plugin(name) is None and not pm.is_registered(module):
-            pm.register(module, name)
+        pm.register(module, name)
     pm.load_setuptools_entrypoints("stratamem")
     return pm
 

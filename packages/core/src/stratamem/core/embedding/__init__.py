@@ -1,0 +1,1 @@
+"""embedding (see plugin.py for what it registers)."""

@@ -1,0 +1,1 @@
+"""llm (see plugin.py for what it registers)."""

@@ -1,0 +1,1 @@
+"""Storage: LanceDB for what is searched by vector or text, SQLite for transactional state."""

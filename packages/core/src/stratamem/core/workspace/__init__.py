@@ -1,0 +1,1 @@
+"""workspace (see plugin.py for what it registers)."""
