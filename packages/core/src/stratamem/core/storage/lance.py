@@ -1,0 +1,288 @@
+"""LanceDB tables (async API): create/open with explicit schemas, upsert on id, index upkeep.
+
+Cosine distance everywhere; native FTS on ``search_text``; an ANN index (IVF_HNSW_SQ, cosine) once a
+vector column holds ``ann_threshold_rows`` rows, queried with explicit ``nprobes``/``ef``/``refine``
+so recall stays high (stack.md §2.3); ``optimize()`` on a schedule with a bounded cleanup window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+from lancedb.index import FTS, IvfHnswSq
+
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES
+from stratamem.core.telemetry import get_logger
+
+os.environ.setdefault("LANCEDB_LOG", "error")
+
+_log = get_logger("storage")
+
+
+def _q(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def ids_where(ids: Sequence[str]) -> str:
+    """``id IN (...)`` filter for a list of ids (quoted)."""
+    return "id IN (" + ", ".join(_q(i) for i in ids) + ")" if ids else "false"
+
+
+class LanceStore:
+    """All LanceDB tables of one home. Readers (retrieval) use ``table(name)`` with ``visibility_where``."""
+
+    def __init__(self, path: Path, dim: int, model: str, storage_cfg: dict[str, Any]) -> None:
+        self.path = path
+        self.dim = dim
+        self.model = model
+        self.cfg = storage_cfg
+        self._db: lancedb.AsyncConnection | None = None
+        self._tables: dict[str, lancedb.AsyncTable] = {}
+        self._fts_ready: set[str] = set()
+        self._ann_ready: set[tuple[str, str]] = set()
+        self._rows_since_optimize = 0
+        self.index_lock = asyncio.Lock()
+
+    # -- open ------------------------------------------------------------------------------
+    async def open(self) -> LanceStore:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._db = await lancedb.connect_async(str(self.path))
+        existing = set((await self._db.list_tables()).tables)
+        for name, (factory, _vecs) in TABLES.items():
+            schema = factory(self.dim, self.model)
+            if name in existing:
+                tbl = await self._db.open_table(name)
+                self._check_dimension(name, await tbl.schema())
+            else:
+                tbl = await self._db.create_table(name, schema=schema, exist_ok=True)
+            self._tables[name] = tbl
+            await self._refresh_index_state(name)
+        return self
+
+    def _check_dimension(self, name: str, schema: pa.Schema) -> None:
+        meta = schema.metadata or {}
+        stored = meta.get(DIM_METADATA_KEY)
+        stored_dim = int(stored) if stored else None
+        if stored_dim is None:
+            for vec in TABLES[name][1]:
+                field = schema.field(vec)
+                stored_dim = getattr(field.type, "list_size", None)
+                break
+        if stored_dim is not None and stored_dim != self.dim:
+            stored_model = meta.get(MODEL_METADATA_KEY, b"").decode() or "unknown"
+            raise StratamemError(
+                ErrorCode.EMBEDDING_DIMENSION_MISMATCH,
+                f"table {name!r} holds {stored_dim}-d vectors from model {stored_model!r} but the "
+                f"configured embedder {self.model!r} gives {self.dim}-d; run `stratamem reembed` "
+                "to re-embed the home with the new model, or restore the old embedding config",
+                {"table": name, "stored_dim": stored_dim, "dim": self.dim, "model": self.model},
+            )
+
+    async def _refresh_index_state(self, name: str) -> None:
+        for idx in await self._tables[name].list_indices():
+            cols = list(idx.columns)
+            if "search_text" in cols:
+                self._fts_ready.add(name)
+            for vec in TABLES[name][1]:
+                if vec in cols:
+                    self._ann_ready.add((name, vec))
+
+    def table(self, name: str) -> lancedb.AsyncTable:
+        return self._tables[name]
+
+    def has_fts(self, name: str) -> bool:
+        return name in self._fts_ready
+
+    def has_ann(self, name: str, column: str) -> bool:
+        return (name, column) in self._ann_ready
+
+    def close(self) -> None:
+        for tbl in self._tables.values():
+            tbl.close()  # type: ignore[no-untyped-call]
+        self._tables.clear()
+        if self._db is not None:
+            self._db.close()  # type: ignore[no-untyped-call]
+            self._db = None
+
+    # -- writes ----------------------------------------------------------------------------
+    async def upsert(self, name: str, rows: Sequence[dict[str, Any]]) -> int:
+        """Idempotent write keyed on ``id`` (replaying the same rows changes nothing)."""
+        if not rows:
+            return 0
+        schema = await self._tables[name].schema()
+        data = pa.Table.from_pylist([_conform(r, schema) for r in rows], schema=schema)
+        await (
+            self._tables[name]
+            .merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data, on_bad_vectors="null")
+        )
+        self._rows_since_optimize += len(rows)
+        return len(rows)
+
+    async def update(self, name: str, row_id: str, values: dict[str, Any]) -> None:
+        await self._tables[name].update(values, where=f"id = {_q(row_id)}")
+
+    async def delete(self, name: str, ids: Sequence[str]) -> None:
+        if ids:
+            await self._tables[name].delete(ids_where(ids))
+
+    # -- reads -----------------------------------------------------------------------------
+    async def get_rows(
+        self, name: str, ids: Sequence[str], where: str | None = None
+    ) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        flt = ids_where(ids) if where is None else f"({ids_where(ids)}) AND {where}"
+        arrow = await self._tables[name].query().where(flt).limit(max(len(ids), 1)).to_arrow()
+        return arrow.to_pylist()  # type: ignore[no-any-return]
+
+    async def scan(
+        self,
+        name: str,
+        where: str,
+        limit: int,
+        columns: Sequence[str] | None = None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        q = self._tables[name].query().where(where).limit(limit + offset)
+        if columns:
+            q = q.select(list(columns))
+        rows: list[dict[str, Any]] = (await q.to_arrow()).to_pylist()
+        return rows[offset:]
+
+    async def count(self, name: str, where: str | None = None) -> int:
+        return int(await self._tables[name].count_rows(where))
+
+    async def vector_search(
+        self,
+        name: str,
+        column: str,
+        vector: np.ndarray,
+        where: str,
+        limit: int,
+        *,
+        exact: bool = False,
+        columns: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Cosine nearest neighbours (``_distance`` = 1 - cosine). ANN knobs set for high recall."""
+        q = (
+            self._tables[name]
+            .query()
+            .nearest_to(np.asarray(vector, dtype=np.float32))
+            .column(column)
+            .distance_type("cosine")
+            .where(f"{column} IS NOT NULL AND ({where})")
+            .limit(limit)
+        )
+        if exact or not self.has_ann(name, column):
+            q = q.bypass_vector_index()
+        else:
+            q = (
+                q.nprobes(int(self.cfg.get("ann_nprobes", 20)))
+                .ef(int(self.cfg.get("ann_ef", 100)))
+                .refine_factor(int(self.cfg.get("ann_refine_factor", 5)))
+            )
+        if columns:
+            q = q.select([*columns, "_distance"])
+        return (await q.to_arrow()).to_pylist()  # type: ignore[no-any-return]
+
+    async def fts_search(
+        self, name: str, text: str, where: str, limit: int, columns: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """BM25 over ``search_text`` (``_score``); empty when the table has no FTS index yet."""
+        if not self.has_fts(name) or not text.strip():
+            return []
+        q = self._tables[name].query().nearest_to_text(text).where(where).limit(limit)
+        if columns:
+            q = q.select([*columns, "_score"])
+        return (await q.to_arrow()).to_pylist()  # type: ignore[no-any-return]
+
+    # -- maintenance -----------------------------------------------------------------------
+    async def ensure_indexes(self) -> list[str]:
+        """FTS once a table has rows; ANN once a vector column passes the threshold."""
+        built: list[str] = []
+        threshold = int(self.cfg.get("ann_threshold_rows", 50000))
+        async with self.index_lock:
+            for name, (_f, vecs) in TABLES.items():
+                tbl = self._tables[name]
+                n = await tbl.count_rows()
+                if n == 0:
+                    continue
+                if name not in self._fts_ready:
+                    await tbl.create_index("search_text", config=FTS(), replace=True)
+                    self._fts_ready.add(name)
+                    built.append(f"{name}.search_text")
+                for vec in vecs:
+                    if (name, vec) in self._ann_ready:
+                        continue
+                    non_null = await tbl.count_rows(f"{vec} IS NOT NULL")
+                    if non_null >= threshold:
+                        parts = max(1, min(256, int(non_null**0.5 / 2)))
+                        await tbl.create_index(
+                            vec,
+                            config=IvfHnswSq(distance_type="cosine", num_partitions=parts),
+                            replace=True,
+                        )
+                        self._ann_ready.add((name, vec))
+                        built.append(f"{name}.{vec}")
+        if built:
+            _log.info("storage.index_built", indexes=built)
+        return built
+
+    async def optimize(self) -> None:
+        """Compact, fold new rows into indexes, drop versions older than the bounded window."""
+        older = timedelta(seconds=int(self.cfg.get("cleanup_older_than_s", 3600)))
+        async with self.index_lock:
+            for tbl in self._tables.values():
+                await tbl.optimize(cleanup_older_than=older)
+        self._rows_since_optimize = 0
+
+    @property
+    def rows_since_optimize(self) -> int:
+        return self._rows_since_optimize
+
+    async def stats(self) -> dict[str, Any]:
+        """Rows, versions, fragments, unindexed rows and disk bytes per table (for ``doctor``)."""
+        out: dict[str, Any] = {}
+        for name, tbl in self._tables.items():
+            info: dict[str, Any] = {"rows": await tbl.count_rows(), "version": await tbl.version()}
+            try:
+                st: Any = await tbl.stats()
+                info["bytes"] = int(_field(st, "total_bytes"))
+                info["fragments"] = int(_field(_field(st, "fragment_stats"), "num_fragments"))
+            except Exception:  # stats are advisory
+                pass
+            unindexed = {}
+            for idx in await tbl.list_indices():
+                s = await tbl.index_stats(idx.name)
+                if s is not None:
+                    unindexed[idx.name] = int(s.num_unindexed_rows)
+            info["unindexed_rows"] = unindexed
+            out[name] = info
+        return out
+
+
+def _conform(row: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
+    """Fill missing columns with None and vectors as plain float lists."""
+    out: dict[str, Any] = {}
+    for field in schema:
+        value = row.get(field.name)
+        if isinstance(value, np.ndarray):
+            value = value.astype(np.float32).tolist()
+        out[field.name] = value
+    return out
+
+
+def _field(obj: Any, key: str) -> Any:
+    return obj[key] if isinstance(obj, dict) else getattr(obj, key)

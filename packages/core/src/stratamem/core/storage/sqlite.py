@@ -1,0 +1,256 @@
+"""SQLite (stdlib, WAL) for small transactional state and the capture journal.
+
+Migrations are additive and numbered; each runs once inside a transaction and is recorded in
+``schema_migrations``. ``synchronous=FULL`` makes every commit fsync the WAL: a turn acknowledged by
+``turn_end`` survives a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from stratamem.contract.dtos import Namespace
+from stratamem.core.ids import now_ms
+
+T = TypeVar("T")
+
+OWNER_COLS = "owner_agent_kind TEXT NOT NULL DEFAULT 'unknown', owner_profile_id TEXT NOT NULL DEFAULT 'default', owner_workspace_id TEXT"
+
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (
+        1,
+        "initial",
+        f"""
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY, agent TEXT NOT NULL, {OWNER_COLS},
+            started_at INTEGER NOT NULL, last_seen_at INTEGER NOT NULL, closed_at INTEGER,
+            meta_json TEXT NOT NULL DEFAULT '{{}}',
+            last_turn_key TEXT, last_turn_text TEXT, last_turn_episode TEXT
+        ) STRICT;
+        CREATE TABLE episodes (
+            id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            {OWNER_COLS}, share_scope TEXT NOT NULL DEFAULT 'private',
+            started_at INTEGER NOT NULL, ended_at INTEGER, status TEXT NOT NULL DEFAULT 'open',
+            trace_ids_json TEXT NOT NULL DEFAULT '[]', r_task REAL,
+            meta_json TEXT NOT NULL DEFAULT '{{}}', last_turn_ts INTEGER
+        ) STRICT;
+        CREATE INDEX episodes_session ON episodes(session_id, started_at);
+        CREATE INDEX episodes_status ON episodes(status);
+        CREATE TABLE episode_turns (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            episode_id TEXT NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+            role TEXT NOT NULL, content TEXT NOT NULL, ts INTEGER NOT NULL,
+            meta_json TEXT NOT NULL DEFAULT '{{}}'
+        ) STRICT;
+        CREATE INDEX episode_turns_ep ON episode_turns(episode_id, id);
+        CREATE TABLE feedback (
+            id TEXT PRIMARY KEY, {OWNER_COLS}, ts INTEGER NOT NULL, episode_id TEXT, trace_id TEXT,
+            channel TEXT NOT NULL, polarity TEXT NOT NULL, magnitude REAL NOT NULL DEFAULT 0,
+            rationale TEXT, raw_json TEXT
+        ) STRICT;
+        CREATE INDEX feedback_trace ON feedback(trace_id);
+        CREATE TABLE kv (key TEXT PRIMARY KEY, value_json TEXT NOT NULL, updated_at INTEGER NOT NULL) STRICT;
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, {OWNER_COLS}, ts INTEGER NOT NULL,
+            actor TEXT NOT NULL, kind TEXT NOT NULL, target TEXT, detail_json TEXT
+        ) STRICT;
+        CREATE TABLE embedding_retry_queue (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, target_kind TEXT NOT NULL, target_id TEXT NOT NULL,
+            vector_field TEXT NOT NULL, source_text TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0,
+            max_attempts INTEGER NOT NULL DEFAULT 6, next_attempt_at INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT, UNIQUE(target_kind, target_id, vector_field)
+        ) STRICT;
+        CREATE TABLE journal (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, target_id TEXT NOT NULL,
+            session_id TEXT, episode_id TEXT, turn_key TEXT, payload_json TEXT NOT NULL,
+            created_at INTEGER NOT NULL, applied_at INTEGER, attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT
+        ) STRICT;
+        CREATE INDEX journal_pending ON journal(applied_at, seq);
+        CREATE UNIQUE INDEX journal_turn_key ON journal(session_id, turn_key)
+            WHERE turn_key IS NOT NULL;
+        CREATE INDEX journal_target ON journal(target_id);
+        """,
+    ),
+)
+
+
+class Database:
+    """One connection, serialised by a lock; safe to call from any thread (use an executor in async code)."""
+
+    def __init__(self, path: Path, busy_timeout_ms: int = 5000) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(
+            path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_ms / 1000
+        )
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self.migrate()
+
+    # -- plumbing -------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` inside one transaction (commit on success, rollback on error)."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            return out
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self._conn.execute(sql, params))
+
+    def migrate(self) -> list[int]:
+        with self._lock:
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+            )
+            done = {r[0] for r in self._conn.execute("SELECT version FROM schema_migrations")}
+        applied = []
+        for version, name, sql in MIGRATIONS:
+            if version in done:
+                continue
+
+            def run(c: sqlite3.Connection, v: int = version, n: str = name, s: str = sql) -> None:
+                for stmt in _split(s):
+                    c.execute(stmt)
+                c.execute(
+                    "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?,?,?)",
+                    (v, n, now_ms()),
+                )
+
+            self.call(run)
+            applied.append(version)
+        return applied
+
+    def schema_version(self) -> int:
+        rows = self.query("SELECT max(version) FROM schema_migrations")
+        return int(rows[0][0] or 0)
+
+    # -- kv / audit ------------------------------------------------------------------------
+    def kv_get(self, key: str) -> Any:
+        rows = self.query("SELECT value_json FROM kv WHERE key=?", (key,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def kv_set(self, key: str, value: Any) -> None:
+        self.call(
+            lambda c: c.execute(
+                "INSERT INTO kv(key, value_json, updated_at) VALUES (?,?,?) "
+                "ON CONFLICT(key) DO UPDATE SET value_json=excluded.value_json, updated_at=excluded.updated_at",
+                (key, json.dumps(value), now_ms()),
+            )
+        )
+
+    def audit(
+        self, actor: str, kind: str, target: str | None, detail: Any, ns: Namespace | None = None
+    ) -> None:
+        ns = ns or Namespace()
+        self.call(
+            lambda c: c.execute(
+                "INSERT INTO audit(owner_agent_kind, owner_profile_id, owner_workspace_id, ts, actor,"
+                " kind, target, detail_json) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    ns.agent_kind,
+                    ns.profile_id,
+                    ns.workspace_id,
+                    now_ms(),
+                    actor,
+                    kind,
+                    target,
+                    json.dumps(detail),
+                ),
+            )
+        )
+
+    # -- journal ---------------------------------------------------------------------------
+    def journal_pending(self, limit: int = 1000, after_seq: int = 0) -> list[sqlite3.Row]:
+        return self.query(
+            "SELECT * FROM journal WHERE applied_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+            (after_seq, limit),
+        )
+
+    def journal_backlog(self) -> int:
+        return int(self.query("SELECT count(*) FROM journal WHERE applied_at IS NULL")[0][0])
+
+    def journal_mark_applied(self, seqs: Iterable[int], error: str | None = None) -> None:
+        seq_list = list(seqs)
+        if not seq_list:
+            return
+        ts = now_ms()
+
+        def run(c: sqlite3.Connection) -> None:
+            c.executemany(
+                "UPDATE journal SET applied_at=?, attempts=attempts+1, last_error=? WHERE seq=?",
+                [(ts, error, s) for s in seq_list],
+            )
+
+        self.call(run)
+
+    def journal_mark_failed(self, seqs: Iterable[int], error: str) -> None:
+        seq_list = list(seqs)
+
+        def run(c: sqlite3.Connection) -> None:
+            c.executemany(
+                "UPDATE journal SET attempts=attempts+1, last_error=? WHERE seq=?",
+                [(error, s) for s in seq_list],
+            )
+
+        self.call(run)
+
+    def journal_by_turn_key(self, session_id: str, turn_key: str) -> sqlite3.Row | None:
+        rows = self.query(
+            "SELECT * FROM journal WHERE session_id=? AND turn_key=?", (session_id, turn_key)
+        )
+        return rows[0] if rows else None
+
+    def journal_max_seq(self) -> int:
+        return int(self.query("SELECT coalesce(max(seq), 0) FROM journal")[0][0])
+
+    # -- embedding retry queue ---------------------------------------------------------------
+    def enqueue_embedding_retry(
+        self,
+        c: sqlite3.Connection,
+        target_kind: str,
+        target_id: str,
+        field: str,
+        text: str,
+        error: str,
+        max_attempts: int = 6,
+    ) -> None:
+        c.execute(
+            "INSERT INTO embedding_retry_queue(target_kind, target_id, vector_field, source_text,"
+            " status, attempts, max_attempts, next_attempt_at, last_error) VALUES (?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT(target_kind, target_id, vector_field) DO UPDATE SET"
+            " source_text=excluded.source_text, status='pending', last_error=excluded.last_error",
+            (target_kind, target_id, field, text, "pending", 0, max_attempts, now_ms(), error),
+        )
+
+    def embedding_retries_due(self, limit: int = 25) -> list[sqlite3.Row]:
+        return self.query(
+            "SELECT * FROM embedding_retry_queue WHERE status='pending' AND next_attempt_at <= ?"
+            " ORDER BY next_attempt_at LIMIT ?",
+            (now_ms(), limit),
+        )
+
+
+def _split(script: str) -> list[str]:
+    """Split a migration script into statements (no semicolons inside our literals)."""
+    return [s.strip() for s in script.split(";") if s.strip()]

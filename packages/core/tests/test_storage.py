@@ -1,0 +1,136 @@
+"""Storage: home lock, SQLite migrations, idempotent LanceDB upserts, ANN recall vs exact search."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stratamem.contract.errors import StratamemError
+from stratamem.core.storage.lance import LanceStore
+from stratamem.core.storage.lock import HomeLock, read_owner
+from stratamem.core.storage.sqlite import MIGRATIONS, Database
+
+DIM = 32
+
+
+def _row(i: int, vec: np.ndarray, kind: str = "a") -> dict[str, object]:
+    return {
+        "id": f"tr_{i:06d}",
+        "episode_id": "ep_1",
+        "session_id": "se_1",
+        "ts": i,
+        "turn_id": i,
+        "user_text": f"question {i}",
+        "agent_text": "answer",
+        "search_text": f"question {i} answer",
+        "owner_agent_kind": kind,
+        "owner_profile_id": "default",
+        "share_scope": "private",
+        "vec_summary": vec,
+    }
+
+
+def test_second_lock_on_a_home_fails_naming_the_owner_pid(tmp_path: Path) -> None:
+    lock = HomeLock(tmp_path).acquire(socket="/x.sock")
+    try:
+        with pytest.raises(StratamemError) as err:
+            HomeLock(tmp_path).acquire()
+        assert err.value.code == "home_locked"
+        assert str(os.getpid()) in err.value.message
+        assert read_owner(tmp_path) == {"pid": os.getpid(), "socket": "/x.sock"}
+    finally:
+        lock.release()
+    assert read_owner(tmp_path) is None
+    HomeLock(tmp_path).acquire().release()
+
+
+def test_lock_held_by_another_process_is_reported(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from stratamem.core.storage.lock import HomeLock
+        HomeLock(Path({str(tmp_path)!r})).acquire()
+        print("locked", flush=True)
+        time.sleep(30)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        with pytest.raises(StratamemError) as err:
+            HomeLock(tmp_path).acquire()
+        assert err.value.details["pid"] == proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+    HomeLock(tmp_path).acquire().release()  # the dead owner's lock is gone
+
+
+def test_migrations_run_once_and_are_recorded(tmp_path: Path) -> None:
+    db = Database(tmp_path / "s.db")
+    assert db.schema_version() == MIGRATIONS[-1][0]
+    db.close()
+    db2 = Database(tmp_path / "s.db")
+    assert db2.migrate() == []
+    assert db2.query("PRAGMA journal_mode")[0][0] == "wal"
+    db2.close()
+
+
+async def test_upsert_is_idempotent_on_id(tmp_path: Path) -> None:
+    store = await LanceStore(tmp_path, DIM, "m", {}).open()
+    rng = np.random.default_rng(0)
+    rows = [_row(i, rng.standard_normal(DIM).astype(np.float32)) for i in range(10)]
+    await store.upsert("traces", rows)
+    await store.upsert("traces", rows)
+    assert await store.count("traces") == 10
+    store.close()
+
+
+async def test_reopening_with_another_dimension_is_a_typed_error(tmp_path: Path) -> None:
+    store = await LanceStore(tmp_path, DIM, "m", {}).open()
+    store.close()
+    with pytest.raises(StratamemError) as err:
+        await LanceStore(tmp_path, DIM * 2, "other", {}).open()
+    assert err.value.code == "embedding_dimension_mismatch"
+    assert "reembed" in err.value.message
+
+
+async def test_fts_index_appears_once_rows_exist(tmp_path: Path) -> None:
+    store = await LanceStore(tmp_path, DIM, "m", {}).open()
+    assert await store.fts_search("traces", "question", "true", 5) == []
+    rng = np.random.default_rng(1)
+    await store.upsert("traces", [_row(i, rng.standard_normal(DIM)) for i in range(5)])
+    await store.ensure_indexes()
+    hits = await store.fts_search("traces", "question 3", "true", 5)
+    assert hits and hits[0]["id"] == "tr_000003"
+    store.close()
+
+
+async def test_ann_index_recall_at_10_matches_exact_search(tmp_path: Path) -> None:
+    """Structured synthetic data (low-rank latent space) so neighbours exist, as in stack.md §2.3."""
+    n, latent = 3000, 8
+    rng = np.random.default_rng(7)
+    proj = rng.standard_normal((latent, DIM))
+    vecs = rng.standard_normal((n, latent)) @ proj + 0.05 * rng.standard_normal((n, DIM))
+    vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+    store = await LanceStore(tmp_path, DIM, "m", {"ann_threshold_rows": 2000}).open()
+    await store.upsert("traces", [_row(i, vecs[i], "a" if i % 2 else "b") for i in range(n)])
+    built = await store.ensure_indexes()
+    assert "traces.vec_summary" in built and store.has_ann("traces", "vec_summary")
+    where = "owner_agent_kind = 'a'"
+    recalls = []
+    for qi in range(20):
+        q = vecs[qi * 37] + 0.05 * rng.standard_normal(DIM).astype(np.float32)
+        exact = await store.vector_search("traces", "vec_summary", q, where, 10, exact=True)
+        ann = await store.vector_search("traces", "vec_summary", q, where, 10)
+        assert all(r["owner_agent_kind"] == "a" for r in ann)
+        recalls.append(len({r["id"] for r in exact} & {r["id"] for r in ann}) / 10)
+    assert float(np.mean(recalls)) >= 0.9, recalls
+    store.close()
