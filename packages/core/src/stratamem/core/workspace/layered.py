@@ -1,0 +1,278 @@
+"""The layered workspace files: bootstrap, validated list/read/write, chunking and local search.
+
+This is the source of truth every backend builds on; the LanceDB index is only a view of it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from stratamem.core.workspace.atomic import atomic_write_bytes
+from stratamem.core.workspace.errors import MemoryBackendError, invalid
+from stratamem.core.workspace.models import (
+    MAX_SNIPPET_CHARS,
+    MemorySearchResult,
+    clamp_search_limit,
+)
+from stratamem.core.workspace.paths import (
+    MAX_FILE_BYTES,
+    MEMORY_DREAMS_FILENAME,
+    MEMORY_LONG_TERM_FILENAME,
+    canonical_relpath,
+    ensure_inside_workspace,
+    is_layered_name,
+    memory_workspace_path,
+    resolve_layered_file,
+)
+
+SCAFFOLD_HEADINGS = ("## Architecture", "## Conventions", "## Pitfalls", "## Context")
+
+
+def get_default_memory_scaffold() -> str:
+    """Default long-term memory content: a title and the four scaffold sections."""
+    body = "\n\n".join(f"{h}\n" for h in SCAFFOLD_HEADINGS)
+    return (
+        "# Project Memory\n\n"
+        "Durable, project-level knowledge for agents working in this repository.\n\n" + body
+    )
+
+
+def get_default_dreams_scaffold() -> str:
+    return "# Dreams\n\nSpeculative ideas and open questions worth revisiting.\n"
+
+
+def ensure_memory_files(root: Path) -> list[str]:
+    """Idempotent bootstrap of ``MEMORY.md`` and ``DREAMS.md``; never overwrites. Returns created files."""
+    workspace = memory_workspace_path(root)
+    ensure_inside_workspace(root, workspace / MEMORY_LONG_TERM_FILENAME)
+    workspace.mkdir(parents=True, exist_ok=True)
+    created: list[str] = []
+    for name, scaffold in (
+        (MEMORY_LONG_TERM_FILENAME, get_default_memory_scaffold()),
+        (MEMORY_DREAMS_FILENAME, get_default_dreams_scaffold()),
+    ):
+        target = resolve_layered_file(root, name)
+        try:
+            with open(target, "x", encoding="utf-8") as handle:  # exclusive: never overwrite
+                handle.write(scaffold)
+            created.append(canonical_relpath(name))
+        except FileExistsError:
+            continue
+    return created
+
+
+@dataclass(frozen=True, slots=True)
+class LayeredFileInfo:
+    path: str
+    name: str
+    size: int
+    modified_at: float
+    kind: str  # long_term | dreams | daily
+
+
+def _kind(name: str) -> str:
+    if name == MEMORY_LONG_TERM_FILENAME:
+        return "long_term"
+    if name == MEMORY_DREAMS_FILENAME:
+        return "dreams"
+    return "daily"
+
+
+def list_memory_files(root: Path) -> list[LayeredFileInfo]:
+    """The layered files present in the workspace (other files are ignored), long-term first."""
+    workspace = memory_workspace_path(root)
+    if not workspace.is_dir():
+        return []
+    infos: list[LayeredFileInfo] = []
+    for entry in workspace.iterdir():
+        if not is_layered_name(entry.name):
+            continue
+        try:
+            ensure_inside_workspace(root, entry)
+        except Exception:
+            continue
+        if not entry.is_file():
+            continue
+        st = entry.stat()
+        infos.append(
+            LayeredFileInfo(
+                canonical_relpath(entry.name),
+                entry.name,
+                st.st_size,
+                st.st_mtime,
+                _kind(entry.name),
+            )
+        )
+    order = {"long_term": 0, "dreams": 1, "daily": 2}
+    infos.sort(key=lambda i: (order[i.kind], [-ord(c) for c in i.name]))
+    return infos
+
+
+def decode_content(content: str | bytes, backend: str = "file") -> bytes:
+    """UTF-8 bytes of ``content`` after validation (type, encoding, 1 MB cap)."""
+    if isinstance(content, bytes):
+        try:
+            content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise invalid("memory content must be valid UTF-8", position=exc.start) from None
+        data = content
+    elif isinstance(content, str):
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise invalid("memory content must be valid UTF-8", position=exc.start) from None
+    else:
+        raise invalid("memory content must be a string", got=type(content).__name__)
+    if len(data) > MAX_FILE_BYTES:
+        raise MemoryBackendError(
+            "QUOTA_EXCEEDED",
+            backend,
+            "memory file exceeds 1 MB",
+            {"bytes": len(data), "max_bytes": MAX_FILE_BYTES},
+        )
+    return data
+
+
+def read_memory_file(root: Path, path: str, backend: str = "file") -> str | None:
+    """Content of a validated layered file, ``None`` when it does not exist."""
+    target = resolve_layered_file(root, path)
+    if not target.exists():
+        return None
+    try:
+        size = target.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise MemoryBackendError(
+                "QUOTA_EXCEEDED", backend, "memory file exceeds 1 MB", {"bytes": size}
+            )
+        data = target.read_bytes()
+    except MemoryBackendError:
+        raise
+    except OSError as exc:
+        raise MemoryBackendError("READ_FAILED", backend, str(exc)) from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryBackendError(
+            "READ_FAILED", backend, "memory file is not valid UTF-8", {"position": exc.start}
+        ) from None
+
+
+def write_memory_file(root: Path, path: str, content: str | bytes, backend: str = "file") -> int:
+    """Validate everything first, then replace the file atomically. Returns bytes written."""
+    target = resolve_layered_file(root, path)
+    data = decode_content(content, backend)
+    try:
+        atomic_write_bytes(target, data)
+    except OSError as exc:
+        raise MemoryBackendError("WRITE_FAILED", backend, str(exc)) from exc
+    return len(data)
+
+
+# -- chunking and local search -------------------------------------------------------------
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    path: str
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+
+
+def chunk_markdown(path: str, content: str, max_chars: int = MAX_SNIPPET_CHARS) -> list[Chunk]:
+    """Split by heading, then by blank-line paragraph; long paragraphs are cut at ``max_chars``."""
+    chunks: list[Chunk] = []
+    heading = ""
+    para: list[str] = []
+    para_start = 0
+
+    def flush(end_line: int) -> None:
+        nonlocal para
+        text = "\n".join(para).strip()
+        if text:
+            start = para_start
+            while text:
+                piece, text = text[:max_chars], text[max_chars:]
+                chunks.append(Chunk(path, heading, start, end_line, piece))
+        para = []
+
+    for number, line in enumerate(content.splitlines(), start=1):
+        m = _HEADING.match(line)
+        if m:
+            flush(number - 1)
+            heading = m.group(2)
+            continue
+        if not line.strip():
+            flush(number - 1)
+            continue
+        if not para:
+            para_start = number
+        para.append(line)
+    flush(len(content.splitlines()))
+    return chunks
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def layered_chunks(root: Path) -> list[Chunk]:
+    out: list[Chunk] = []
+    for info in list_memory_files(root):
+        try:
+            content = read_memory_file(root, info.name)
+        except Exception:
+            continue
+        if content:
+            out.extend(chunk_markdown(info.path, content))
+    return out
+
+
+def keyword_score(query_tokens: list[str], text: str, heading: str = "") -> float:
+    """Share of distinct query tokens found in the chunk (heading counts), in [0, 1]."""
+    wanted = set(query_tokens)
+    if not wanted:
+        return 0.0
+    have = set(tokens(text)) | set(tokens(heading))
+    return len(wanted & have) / len(wanted)
+
+
+def search_layered_files(
+    root: Path, query: str, limit: int | None = None
+) -> list[MemorySearchResult]:
+    """Local keyword search over the layered files; bounded snippets with file, lines and score."""
+    if not isinstance(query, str):
+        raise invalid("search query must be a string")
+    k = clamp_search_limit(limit)
+    q = tokens(query)
+    if not q:
+        return []
+    scored: list[tuple[float, Chunk]] = []
+    for chunk in layered_chunks(root):
+        score = keyword_score(q, chunk.text, chunk.heading)
+        if score > 0:
+            scored.append((score, chunk))
+    scored.sort(key=lambda sc: (-sc[0], sc[1].path, sc[1].start_line))
+    return [
+        MemorySearchResult(
+            path=c.path,
+            start_line=c.start_line,
+            end_line=c.end_line,
+            snippet=c.text[:MAX_SNIPPET_CHARS],
+            score=round(s, 6),
+            heading=c.heading,
+            source="local",
+        )
+        for s, c in scored[:k]
+    ]
+
+
+def today() -> dt.date:
+    return dt.date.today()
