@@ -240,6 +240,15 @@ class LanceStore:
             _log.info("storage.index_built", indexes=built)
         return built
 
+    async def ensure_fts(self, name: str) -> None:
+        """Build the FTS index the first time a table gets rows (later rows are folded in by optimize)."""
+        if name in self._fts_ready:
+            return
+        async with self.index_lock:
+            if name not in self._fts_ready and await self._tables[name].count_rows() > 0:
+                await self._tables[name].create_index("search_text", config=FTS(), replace=True)
+                self._fts_ready.add(name)
+
     async def optimize(self) -> None:
         """Compact, fold new rows into indexes, drop versions older than the bounded window."""
         older = timedelta(seconds=int(self.cfg.get("cleanup_older_than_s", 3600)))

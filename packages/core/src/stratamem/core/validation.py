@@ -1,0 +1,64 @@
+"""Bad-input checks shared by every facade entry: typed ``invalid_argument`` before anything is written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stratamem.contract.dtos import TopK
+from stratamem.contract.errors import ErrorCode, StratamemError
+
+
+def bad(message: str, **details: Any) -> StratamemError:
+    return StratamemError(ErrorCode.INVALID_ARGUMENT, message, details)
+
+
+def check_text(name: str, value: Any, max_chars: int, *, required: bool = True) -> str:
+    """Non-empty (if required), valid UTF-8 (no lone surrogates), at most ``max_chars``."""
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise bad(f"{name} must be a string", field=name)
+    if required and not value.strip():
+        raise bad(f"{name} is empty", field=name)
+    if len(value) > max_chars:
+        raise bad(
+            f"{name} is too long ({len(value)} > {max_chars} characters)",
+            field=name,
+            length=len(value),
+            max=max_chars,
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise bad(
+            f"{name} is not valid UTF-8 (lone surrogate at {exc.start})", field=name
+        ) from None
+    return value
+
+
+def check_id(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 256:
+        raise bad(f"{name} must be a non-empty string of at most 256 characters", field=name)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise bad(f"{name} is not valid UTF-8", field=name) from None
+    return value
+
+
+def check_top_k(top_k: TopK | None, max_top_k: int) -> None:
+    if top_k is None:
+        return
+    for tier in ("tier1", "tier2", "tier3"):
+        v = getattr(top_k, tier)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v > max_top_k:
+            raise bad(f"top_k.{tier} must be an integer in [0, {max_top_k}]", field=f"top_k.{tier}")
+
+
+def check_limit(limit: Any, offset: Any, max_limit: int = 500) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
+        raise bad(f"limit must be an integer in [1, {max_limit}]", field="limit")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise bad("offset must be a non-negative integer", field="offset")
