@@ -177,6 +177,8 @@ class LocalCore:
             dimension=int(getattr(embedder, "dimension", 0) or 0),
         )
         self.namespace = Namespace()
+        #: journal entries found unapplied at start-up (replayed by the writer)
+        self.replayed = 0
 
     # ------------------------------------------------------------------ plumbing
     async def _db(self, fn: Callable[[], T]) -> T:
@@ -208,6 +210,7 @@ class LocalCore:
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         replayed = await self.journal.start()
+        self.replayed = replayed
         await self._recover_open_episodes()
         self._maintenance = asyncio.create_task(self._maintenance_loop(), name="stratamem-maint")
         self.bus.emit(
@@ -841,7 +844,7 @@ class LocalCore:
         if target:
             budget = max(0.0, self._deadline_left_s(deadline_at) * 0.5)
             await self.journal.wait_applied(target, budget)
-        return self.journal.pending_rows("traces")
+        return self.journal.pending_rows("trace")
 
     async def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
@@ -1264,7 +1267,7 @@ class LocalCore:
         where = visibility_where(ns, all_namespaces=all_ns)
         found = {r["id"]: r for r in await self.store.get_rows("traces", list(ids), where)}
         wanted = set(ids)
-        for r in self.journal.pending_rows("traces"):
+        for r in self.journal.pending_rows("trace"):
             if r["id"] in wanted and r["id"] not in found and (all_ns or visible(r, ns)):
                 found[r["id"]] = r
         return found
@@ -1306,7 +1309,7 @@ class LocalCore:
         keys = await self.store.scan("traces", flt, 10**6, columns=["id", "ts"])
         pend = [
             r
-            for r in self.journal.pending_rows("traces")
+            for r in self.journal.pending_rows("trace")
             if (query.include_all_namespaces or visible(r, ns))
             and (not query.session_id or r["session_id"] == query.session_id)
             and (
@@ -1371,7 +1374,7 @@ class LocalCore:
             stored = {r["id"] for r in await self.store.get_rows("traces", ids, owner)}
             pend = {
                 r["id"]
-                for r in self.journal.pending_rows("traces")
+                for r in self.journal.pending_rows("trace")
                 if r["id"] in set(ids)
                 and visible(r, ns)
                 and (r.get("owner_agent_kind") in (ns.agent_kind, "unknown"))
