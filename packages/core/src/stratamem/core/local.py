@@ -108,7 +108,7 @@ def _load_embedder(section: dict[str, Any]) -> Any:
         return None
     from stratamem.core import embedding
 
-    loader: Callable[[dict[str, Any]], Any] = embedding.load_embedder  # type: ignore[attr-defined]
+    loader: Callable[[dict[str, Any]], Any] = embedding.load_embedder
     return loader(section)
 
 
@@ -602,39 +602,44 @@ class LocalCore:
         ):
             raise bad("deadline_at must be an integer (epoch ms)", field="deadline_at")
 
-    def _intent(self, text: str) -> tuple[str, float]:
+    def _intent(self, text: str) -> Any:
+        """Intent (memos-core §5.1.2) via ``stratamem.core.routing``; ``None`` if it is unavailable."""
         mod = pipeline.optional_module("stratamem.core.routing")
         fn = getattr(mod, "classify_intent", None)
         if fn is None:
-            return "unknown", 0.4
+            return None
         try:
-            out = fn(text)
+            return fn(text)
         except Exception as exc:
             _log.warning("routing.intent_failed", error=str(exc))
-            return "unknown", 0.4
-        kind = getattr(out, "kind", None) or (out[0] if isinstance(out, tuple) else str(out))
-        conf = getattr(out, "confidence", None)
-        if conf is None and isinstance(out, tuple) and len(out) > 1:
-            conf = out[1]
-        return str(kind), float(conf if conf is not None else 0.5)
+            return None
 
-    def _relation(self, prev_user: str, prev_assistant: str, text: str, gap_ms: int) -> str:
+    def _relation(self, prev_user: str, prev_assistant: str, text: str, gap_ms: int) -> Any:
+        """Relation (§5.1.1) via ``stratamem.core.routing``; ``follow_up`` when unavailable."""
+        max_gap = int(self.config["session"]["merge_max_gap_ms"])
         mod = pipeline.optional_module("stratamem.core.routing")
         fn = getattr(mod, "classify_relation", None)
-        if fn is None:
-            return (
-                "new_task"
-                if gap_ms > int(self.config["session"]["merge_max_gap_ms"])
-                else "follow_up"
-            )
-        try:
-            out = fn(prev_user=prev_user, prev_assistant=prev_assistant, text=text, gap_ms=gap_ms)
-        except Exception as exc:
-            _log.warning("routing.relation_failed", error=str(exc))
-            return "follow_up"
-        return str(getattr(out, "relation", None) or getattr(out, "kind", None) or out)
+        if fn is not None:
+            try:
+                return fn(text, prev_user, prev_assistant, gap_ms, max_gap_ms=max_gap)
+            except Exception as exc:
+                _log.warning("routing.relation_failed", error=str(exc))
+        return None
 
-    async def _route(self, turn: TurnInput, ns: Namespace) -> TurnRoute:
+    def _skip_recall(self, text: str, intent: Any, relation: Any) -> bool:
+        """The injection scheduler (§5.7.1): chitchat/meta turns recall nothing."""
+        mod = pipeline.optional_module("stratamem.core.routing")
+        schedule = getattr(mod, "schedule_injection", None)
+        if schedule is None or intent is None:
+            return False
+        try:
+            profile = mod.query_profile(text)
+            return bool(schedule(intent, relation, profile).skip)
+        except Exception as exc:
+            _log.warning("routing.schedule_failed", error=str(exc))
+            return False
+
+    async def _route(self, turn: TurnInput, ns: Namespace) -> tuple[TurnRoute, bool]:
         """ensure session -> relation/episode routing -> record the user turn -> intent."""
         await self._ensure_session(turn.agent, turn.session_id, ns, {})
         relation = "bootstrap"
@@ -668,7 +673,8 @@ class LocalCore:
                     (t["content"] for t in reversed(turns) if t["role"] == "assistant"), ""
                 )
                 gap = turn.ts - int(ep["last_turn_ts"] or ep["started_at"])
-                relation = self._relation(prev_user[:1000], prev_asst[:2000], turn.user_text, gap)
+                rel = self._relation(prev_user[:1000], prev_asst[:2000], turn.user_text, gap)
+                relation = str(getattr(rel, "kind", "follow_up"))
                 max_gap = int(self.config["session"]["merge_max_gap_ms"])
                 keep = (
                     relation in ("revision", "follow_up", "unknown")
@@ -683,7 +689,10 @@ class LocalCore:
             episode_id = await self._new_episode(
                 turn.session_id, ns, turn.user_text, relation, turn.ts
             )
-        intent, conf = self._intent(turn.user_text)
+        intent_obj = self._intent(turn.user_text)
+        intent = str(getattr(intent_obj, "kind", "unknown"))
+        conf = float(getattr(intent_obj, "confidence", 0.4))
+        skip = self._skip_recall(turn.user_text, intent_obj, None)
         eid = episode_id
 
         def record(c: sqlite3.Connection) -> None:
@@ -703,11 +712,15 @@ class LocalCore:
             eid, {"intent": {"kind": intent, "confidence": conf}, "relation": relation}
         )
         return TurnRoute(
-            session_id=turn.session_id, episode_id=eid, relation=relation, intent=intent
-        )
+            session_id=turn.session_id,
+            episode_id=eid,
+            relation=relation,
+            intent=intent,
+        ), skip
 
     async def _idempotent_route(self, turn: TurnInput, ns: Namespace) -> tuple[TurnRoute, bool]:
-        """Same turn key on the session as last time -> the same route (``True``: replayed)."""
+        """Same turn key on the session as last time -> the same route. Also returns whether the
+        injection scheduler skips recall for this turn."""
         if turn.turn_key:
             srow = await self._session_row(turn.session_id)
             if srow is not None and srow["last_turn_key"] == turn.turn_key:
@@ -719,9 +732,9 @@ class LocalCore:
                     )
                 return (
                     TurnRoute(session_id=turn.session_id, episode_id=srow["last_turn_episode"]),
-                    True,
+                    self._skip_recall(turn.user_text, self._intent(turn.user_text), None),
                 )
-        return await self._route(turn, ns), False
+        return await self._route(turn, ns)
 
     async def prepare_turn(self, turn: TurnInput) -> TurnRoute:
         self._alive()
@@ -768,9 +781,9 @@ class LocalCore:
         try:
             with span("turn_start", session=turn.session_id, deadline_at=turn.deadline_at):
                 async with self._lock_for(turn.session_id):
-                    route, _ = await self._idempotent_route(turn, ns)
+                    route, skip = await self._idempotent_route(turn, ns)
                 routed = replace(query, session_id=route.session_id, episode_id=route.episode_id)
-                if route.intent in ("chitchat", "meta"):
+                if skip:
                     result = RetrievalResult(query=routed, packet_id=f"empty:{route.episode_id}")
                 else:
                     result = await self._retrieve_safely(routed, ns)
@@ -1028,7 +1041,10 @@ class LocalCore:
                 agent_thinking=result.agent_thinking,
                 reflection=result.reflection,
                 lightweight=self.lightweight,
-            )
+            ),
+            result,
+            ns,
+            eid,
         )
         own = owner_columns(ns)
         entries = []
@@ -1116,13 +1132,31 @@ class LocalCore:
         )
         return TurnEndAck(trace_id=trace_id, episode_id=eid, journal_seq=seq)
 
-    def _capture(self, draft: pipeline.TurnDraft) -> list[dict[str, Any]]:
+    def _capture(
+        self, draft: pipeline.TurnDraft, result: TurnResult, ns: Namespace, episode_id: str
+    ) -> list[dict[str, Any]]:
+        """Trace rows (no vectors; ``_embed`` says what the writer embeds) via ``stratamem.core.capture``."""
         mod = pipeline.optional_module("stratamem.core.capture")
-        fn = getattr(mod, "capture_turn", None)
-        if fn is not None:
-            rows: list[dict[str, Any]] = fn(draft, self.config)
-            return rows
-        return pipeline.basic_trace_rows(draft, self.config)
+        build = getattr(mod, "build_trace_drafts", None)
+        if build is None:
+            return pipeline.basic_trace_rows(draft, self.config)
+        drafts = build(
+            draft.user_text,
+            replace(result, namespace=ns, episode_id=episode_id),
+            lightweight=self.lightweight,
+            config=self.config,
+            user_ts=draft.turn_id,
+            episode_id=episode_id,
+        )
+        rows = []
+        for d in drafts:
+            row = d.row()
+            embed = {"vec_summary": d.summary_text_to_embed}
+            if d.action_text_to_embed:
+                embed["vec_action"] = d.action_text_to_embed
+            row["_embed"] = embed
+            rows.append(row)
+        return rows
 
     async def record_subagent_outcome(self, outcome: SubagentOutcome) -> TurnEndAck:
         self._alive()
