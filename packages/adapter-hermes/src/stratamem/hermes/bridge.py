@@ -21,10 +21,51 @@ Opener = Callable[[Path], Any]
 
 def default_opener(home: Path) -> Any:
     """The core's thread-safe blocking facade (owner of the home, or a client of its owner)."""
-    from stratamem.core.blocking import BlockingCore
-
+    try:
+        from stratamem.core.blocking import BlockingCore
+    except ImportError:  # older core without the facade: run ``open_core`` on a private loop
+        return LoopCore(home)
     opener = getattr(BlockingCore, "open", None)
     return opener(home) if callable(opener) else BlockingCore(home)
+
+
+class LoopCore:
+    """Minimal blocking view of ``open_core`` on a private event-loop thread (fallback only)."""
+
+    def __init__(self, home: Path) -> None:
+        import asyncio
+
+        from stratamem.core import open_core
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="stratamem-core-loop", daemon=True
+        )
+        self._thread.start()
+        self._cm = open_core(home)
+        self._core = self._run(self._cm.__aenter__())
+
+    def _run(self, coro: Any) -> Any:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._core, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._run(attr(*args, **kwargs))
+
+        return call
+
+    def close(self) -> None:
+        try:
+            self._run(self._cm.__aexit__(None, None, None))
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
 
 
 class CoreBridge:
