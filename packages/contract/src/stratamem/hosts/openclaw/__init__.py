@@ -1,0 +1,1 @@
+"""Generated gRPC code of the OpenClaw host service."""

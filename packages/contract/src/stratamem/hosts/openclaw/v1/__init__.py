@@ -1,0 +1,1 @@
+"""Generated messages and stubs of ``stratamem.openclaw.v1`` (compiled from ``proto/``)."""
