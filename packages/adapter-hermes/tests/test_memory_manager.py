@@ -91,7 +91,7 @@ def test_turns_race_on_the_sync_worker_and_every_tool_call_lands_in_its_own_trac
 
     # turn 2 starts (and recalls) before turn 1's sync_turn has run; the same list grows
     mgr.on_turn_start(2, QUESTION)
-    ctx2, took = _prefetch_on_thread(mgr, QUESTION)
+    _, took = _prefetch_on_thread(mgr, QUESTION)
     assert took < 8.0
     history += _tool_turn(QUESTION, "call-2", "terminal", "You like teal.")
     mgr.sync_all(QUESTION, "You like teal.", session_id="sess-1", messages=history)
