@@ -33,11 +33,10 @@ from stratamem.core.workspace.recall.store import DUPLICATE_WINDOW
 
 
 def load_real_embedder() -> Any:
-    try:
-        from stratamem.core.embedding import load_embedder  # type: ignore[attr-defined]
-    except ImportError:
-        pytest.skip("stratamem.core.embedding.load_embedder is not available yet")
-    return load_embedder({"provider": "local"})
+    """The real local embedder (all-MiniLM-L6-v2 on onnxruntime), as the service loads it."""
+    from stratamem.core.workspace.embedder import load_default_embedder
+
+    return load_default_embedder()
 
 
 class Clock:

@@ -46,7 +46,31 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--vector", action="store_true", help="rank with the local embedder")
 
 
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is at write time (it may be swapped after configuration)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def _logs_to_stderr() -> None:
+    """Results own stdout: if nobody configured logging, send warnings and worse to stderr."""
+    import logging
+
+    import structlog
+
+    if not structlog.is_configured():
+        structlog.configure(
+            logger_factory=structlog.PrintLoggerFactory(_CurrentStderr()),  # type: ignore[arg-type]
+            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
+    _logs_to_stderr()
     from stratamem.core.home import resolve_home
     from stratamem.core.workspace.service import WorkspaceMemory
     from stratamem.core.workspace.tools import _plain

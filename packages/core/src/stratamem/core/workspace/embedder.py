@@ -23,7 +23,11 @@ def load_default_embedder() -> Embedder:
     """The offline local embedder (all-MiniLM-L6-v2 on onnxruntime) from ``stratamem.core.embedding``."""
     from stratamem.core import embedding
 
-    loader: Any = getattr(embedding, "load_embedder")  # noqa: B009 - provided by the embedding module
+    loader: Any = getattr(embedding, "load_embedder", None)
+    if loader is None:  # older core builds: the local embedder module directly
+        from stratamem.core.embedding import local
+
+        loader = local.create_local_embedder
     result: Embedder = loader({"provider": "local"})
     return result
 

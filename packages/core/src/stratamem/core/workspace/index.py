@@ -35,7 +35,12 @@ from stratamem.core.workspace.paths import (
 )
 
 TABLE = "chunks"
-_log = get_logger("workspace.index")
+
+
+def _log() -> Any:
+    return get_logger("workspace.index")  # resolved per call: honours logging configured later
+
+
 _PK = {b"lance-schema:unenforced-primary-key": b"true"}
 
 
@@ -156,7 +161,7 @@ class WorkspaceIndex:
                 table.create_index("text", config=FTS(), replace=True)
             (self.dir / "root.txt").write_text(str(self.root), encoding="utf-8")
             self.refresh_count += 1
-            _log.debug("workspace index refreshed", root=str(self.root), rows=len(rows))
+            _log().debug("workspace index refreshed", root=str(self.root), rows=len(rows))
             return len(rows)
 
     def exists(self) -> bool:
@@ -244,7 +249,7 @@ class DebouncedRefresher:
             self.errors.pop(key, None)
         except Exception as exc:
             self.errors[key] = f"{type(exc).__name__}: {exc}"
-            _log.warning("workspace index refresh failed", root=str(index.root), error=str(exc))
+            _log().warning("workspace index refresh failed", root=str(index.root), error=str(exc))
         finally:
             with self._lock:
                 self._running[key] -= 1

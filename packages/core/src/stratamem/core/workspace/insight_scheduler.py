@@ -10,13 +10,18 @@ import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from stratamem.core.telemetry import get_logger
 from stratamem.core.workspace.cron import CronSchedule, parse_cron
 from stratamem.core.workspace.insights import InsightRunOutcome, LlmProvider, run_insight_extraction
 from stratamem.core.workspace.settings import load_settings, settings_path
 
-_log = get_logger("workspace.insight_scheduler")
+
+def _log() -> Any:
+    return get_logger(
+        "workspace.insight_scheduler"
+    )  # resolved per call: honours logging configured later
 
 
 def _utcnow() -> dt.datetime:
@@ -63,7 +68,7 @@ class InsightScheduler:
             try:
                 schedules[root] = parse_cron(settings["insight_extraction_schedule"])
             except Exception as exc:
-                _log.warning(
+                _log().warning(
                     "bad insight schedule, root not scheduled", root=str(root), error=str(exc)
                 )
         self.schedules = schedules
@@ -107,7 +112,7 @@ class InsightScheduler:
             try:
                 await self.tick()
             except Exception as exc:
-                _log.warning("insight scheduler tick failed", error=str(exc))
+                _log().warning("insight scheduler tick failed", error=str(exc))
             await asyncio.sleep(self.poll_seconds)
 
     async def stop(self) -> None:

@@ -40,7 +40,11 @@ _SECTION = {
     "pitfall": "## Pitfalls",
     "context": "## Context",
 }
-_log = get_logger("workspace.insights")
+
+
+def _log() -> Any:
+    return get_logger("workspace.insights")  # resolved per call: honours logging configured later
+
 
 __all__ = ["DEFAULT_INSIGHT_SCHEDULE", "DEFAULT_MIN_INTERVAL_MS"]
 
@@ -232,7 +236,7 @@ async def run_insight_extraction(
     when = now or dt.datetime.now(dt.UTC)
     now_ms = int(when.timestamp() * 1000)
     if llm is None:
-        _log.info("insight extraction skipped: no LLM provider configured", root=str(root))
+        _log().info("insight extraction skipped: no LLM provider configured", root=str(root))
         return InsightRunOutcome("skipped", "no_llm_provider")
     working = read_working_memory(root)
     state = _load_state(root)
@@ -241,7 +245,7 @@ async def run_insight_extraction(
     if not force and not should_trigger_extraction(
         last_run if isinstance(last_run, int) else None, settings, len(working), last_size, now_ms
     ):
-        _log.info(
+        _log().info(
             "insight extraction skipped: interval or growth threshold not met", root=str(root)
         )
         return InsightRunOutcome("skipped", "threshold_not_met")
@@ -257,7 +261,7 @@ async def run_insight_extraction(
         )
         result = parse_insight_extraction_response(str(getattr(reply, "text", reply)), when)
     except Exception as exc:
-        _log.warning("insight extraction failed", root=str(root), error=str(exc))
+        _log().warning("insight extraction failed", root=str(root), error=str(exc))
         _append_audit(root, when, f"failed: {exc}")
         return InsightRunOutcome("failed", "llm_error", details={"error": str(exc)})
     before = _existing_keys(existing or "")

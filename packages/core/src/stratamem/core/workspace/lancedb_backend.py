@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 from stratamem.core.telemetry import get_logger
 from stratamem.core.workspace.embedder import EmbedderFactory, LazyEmbedder
@@ -24,7 +25,9 @@ from stratamem.core.workspace.models import (
     MemoryWriteResult,
 )
 
-_log = get_logger("workspace.lancedb")
+
+def _log() -> Any:
+    return get_logger("workspace.lancedb")  # resolved per call: honours logging configured later
 
 
 class LanceDbMemoryBackend:
@@ -105,7 +108,7 @@ class LanceDbMemoryBackend:
             try:
                 return index.search(options.query, options.limit)
             except Exception as exc:
-                _log.info("index search unavailable, using local layered search", error=str(exc))
+                _log().info("index search unavailable, using local layered search", error=str(exc))
         return search_layered_files(root, options.query, options.limit)
 
     def close(self) -> None:

@@ -19,7 +19,10 @@ MEMORY_BACKEND_SETTINGS_KEY = "memory_backend_type"
 _backends: dict[str, MemoryBackend] = {}
 _loaded = False
 _lock = threading.RLock()
-_log = get_logger("workspace.registry")
+
+
+def _log() -> Any:
+    return get_logger("workspace.registry")  # resolved per call: honours logging configured later
 
 
 def _ensure_loaded() -> None:
@@ -36,7 +39,7 @@ def _ensure_loaded() -> None:
             try:
                 register_memory_backend(args[0])
             except Exception as exc:  # a broken plugin must not take the built-ins down
-                _log.warning("memory backend plugin rejected", error=str(exc))
+                _log().warning("memory backend plugin rejected", error=str(exc))
 
 
 def register_memory_backend(backend: Any) -> None:
@@ -77,7 +80,7 @@ def resolve_memory_backend(settings: Mapping[str, Any] | None = None) -> MemoryB
         if isinstance(configured, str) and configured in _backends:
             return _backends[configured]
         if configured is not None:
-            _log.info("unknown memory backend, using default", configured=str(configured))
+            _log().info("unknown memory backend, using default", configured=str(configured))
         backend = _backends.get(DEFAULT_MEMORY_BACKEND)
         if backend is None:  # the default plugin was blocked: the file backend is the last resort
             from stratamem.core.workspace.file_backend import FileMemoryBackend

@@ -27,7 +27,9 @@ DEFAULT_PROJECT_SETTINGS: dict[str, Any] = {
     "insight_extraction_min_interval_ms": DEFAULT_MIN_INTERVAL_MS,
 }
 
-_log = get_logger("workspace.settings")
+
+def _log() -> Any:
+    return get_logger("workspace.settings")  # resolved per call: honours logging configured later
 
 
 def settings_path(root: Path) -> Path:
@@ -42,7 +44,9 @@ def load_stored_settings(root: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
-        _log.warning("project settings unreadable, using defaults", path=str(path), error=str(exc))
+        _log().warning(
+            "project settings unreadable, using defaults", path=str(path), error=str(exc)
+        )
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -117,5 +121,5 @@ def bootstrap_memory(root: Path, settings: Mapping[str, Any] | None = None) -> l
     try:
         return ensure_memory_files(root)
     except Exception as exc:
-        _log.warning("memory bootstrap failed (non-fatal)", root=str(root), error=str(exc))
+        _log().warning("memory bootstrap failed (non-fatal)", root=str(root), error=str(exc))
         return []

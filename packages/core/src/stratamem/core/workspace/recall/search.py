@@ -16,7 +16,10 @@ from stratamem.core.workspace.recall.normalize import jaccard, recall_tokens
 
 DEFAULT_RECALL_LIMIT = 10
 MAX_RECALL_LIMIT = 50
-_log = get_logger("workspace.recall")
+
+
+def _log() -> Any:
+    return get_logger("workspace.recall")  # resolved per call: honours logging configured later
 
 
 def clamp_recall_search_limit(limit: Any = None) -> int:
@@ -98,7 +101,7 @@ def rank_candidates(
                 if rid not in best or score > best[rid]:
                     best[rid] = score  # a duplicate id keeps its highest score
         except Exception as exc:
-            _log.info("recall vector provider failed; keyword mode", error=str(exc))
+            _log().info("recall vector provider failed; keyword mode", error=str(exc))
             best = {}
         if best:
             hits = [RecallHit(by_id[rid], score) for rid, score in best.items()]
