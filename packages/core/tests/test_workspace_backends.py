@@ -336,3 +336,30 @@ def test_lancedb_index_rows_with_stale_paths_come_back_canonical(
     results = backend.search(root, MemorySearchOptions("payment gateway timeout"))
     assert results[0].source == "index"
     assert results[0].path == ".stratamem/memory/MEMORY.md"
+
+
+@pytest.mark.parametrize("kind", ALL)
+def test_legacy_top_level_memory_files_are_ignored(kind: str, tmp_path: Path, root: Path) -> None:
+    (root / ".stratamem").mkdir()
+    (root / ".stratamem/memory.md").write_text("legacy single file", encoding="utf-8")
+    (root / "MEMORY.md").write_text("top-level legacy", encoding="utf-8")
+    backend = make_backend(kind, tmp_path)
+    assert backend.read(root).content == ""
+    assert backend.search(root, MemorySearchOptions("legacy")) == []
+
+
+def test_service_start_refreshes_the_index_of_configured_roots(tmp_path: Path, root: Path) -> None:
+    from stratamem.core.workspace.service import WorkspaceMemory
+
+    embedder = load_real_embedder()
+    write_memory_file(
+        root, "MEMORY.md", "## Context\nThe ingestion queue is backed by Redis streams.\n"
+    )
+    memory = WorkspaceMemory(
+        tmp_path / "home", embedder_factory=lambda: embedder, debounce_seconds=0.01
+    )
+    memory.start([root])
+    assert memory.lancedb.refresher.wait_idle(60) and not memory.lancedb.refresher.errors
+    results = memory.search(root, "which message broker backs ingestion")
+    assert results[0].source == "index" and results[0].path == ".stratamem/memory/MEMORY.md"
+    memory.close()
