@@ -69,8 +69,10 @@ class JournalWriter:
         return len(rows)
 
     async def stop(self, timeout_s: float = 15.0) -> None:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await self.drain(timeout_s)
+        """Drain (bounded) while the writer runs, then stop it; what is left replays at next start."""
+        if self._task is not None and not self._task.done():
+            with contextlib.suppress(TimeoutError):
+                await self.drain(timeout_s)
         self._stopping = True
         self._wake.set()
         if self._task is not None:
