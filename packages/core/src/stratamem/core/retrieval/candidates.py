@@ -1,0 +1,87 @@
+"""Candidates gathered by the channels: one per memory, with the rank it got in each channel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+TIER_OF = {"skill": 1, "trace": 2, "episode": 2, "experience": 2, "world_model": 3}
+
+
+@dataclass
+class Candidate:
+    ref_kind: str
+    ref_id: str
+    row: dict[str, Any]
+    tier: int = 2
+    #: channel name -> (0-based rank in that channel, channel score)
+    channels: dict[str, tuple[int, float]] = field(default_factory=dict)
+    #: unit vectors of the memory (for MMR redundancy and the semantic score)
+    vectors: list[np.ndarray] = field(default_factory=list)
+    #: best cosine to the query over ``vectors`` (None without an embedder)
+    cosine: float | None = None
+    #: tier boost (priority, η, salience …) added to the relevance
+    boost: float = 0.0
+    #: text searched for exact identifiers
+    text: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.ref_kind}:{self.ref_id}"
+
+
+def unit(vec: Any) -> np.ndarray | None:
+    if vec is None:
+        return None
+    arr = np.asarray(vec, dtype=np.float32).reshape(-1)
+    if arr.size == 0 or not np.all(np.isfinite(arr)):
+        return None
+    norm = float(np.linalg.norm(arr))
+    return arr / norm if norm > 0 else None
+
+
+class Pool:
+    """Candidates of one tier kind, merged by id across channels."""
+
+    def __init__(self, ref_kind: str, vector_columns: Iterable[str], text_of: Any) -> None:
+        self.ref_kind = ref_kind
+        self.vector_columns = tuple(vector_columns)
+        self.text_of = text_of
+        self.items: dict[str, Candidate] = {}
+
+    def candidate(self, row: Mapping[str, Any]) -> Candidate:
+        rid = str(row["id"])
+        cand = self.items.get(rid)
+        if cand is None:
+            vecs = [v for v in (unit(row.get(c)) for c in self.vector_columns) if v is not None]
+            clean = {
+                k: v
+                for k, v in row.items()
+                if k not in self.vector_columns and not k.startswith("_")
+            }
+            cand = Candidate(
+                ref_kind=self.ref_kind,
+                ref_id=rid,
+                row=clean,
+                tier=TIER_OF[self.ref_kind],
+                vectors=vecs,
+                text=self.text_of(clean),
+            )
+            self.items[rid] = cand
+        return cand
+
+    def add_channel(self, name: str, scored: Iterable[tuple[Mapping[str, Any], float]]) -> None:
+        """Record a channel's ranked output (best first); a memory keeps its best rank per channel."""
+        for rank, (row, score) in enumerate(scored):
+            cand = self.candidate(row)
+            if name not in cand.channels or cand.channels[name][0] > rank:
+                cand.channels[name] = (rank, float(score))
+
+    def set_cosines(self, qvec: np.ndarray | None) -> None:
+        for cand in self.items.values():
+            if qvec is not None and cand.vectors:
+                sims = [float(v @ qvec) for v in cand.vectors if v.shape == qvec.shape]
+                cand.cosine = max(sims) if sims else None

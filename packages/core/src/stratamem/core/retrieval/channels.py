@@ -1,0 +1,191 @@
+"""Retrieval channels over a LanceDB table (every eligible row) and over pending in-memory rows.
+
+Each channel returns ``[(row, score)]`` best first: ``vector`` (cosine), ``fts`` (native BM25, OR
+semantics, stop words removed), ``pattern`` (idf-weighted share of query terms), ``structural``
+(error-signature substrings) and ``exact_identifier``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from lancedb.query import FullTextOperator, MatchQuery
+
+from stratamem.core.retrieval.candidates import unit
+from stratamem.core.retrieval.filters import like
+from stratamem.core.retrieval.text import bm25_scores, doc_tokens, idf, term_in, weighted_match
+
+Row = dict[str, Any]
+Scored = list[tuple[Row, float]]
+MAX_PATTERN_TERMS = 8
+MAX_FETCH_TERMS = 6
+
+
+# -- LanceDB --------------------------------------------------------------------------------
+async def table_vector(table: Any, column: str, qvec: np.ndarray, where: str, limit: int) -> Scored:
+    """Exact (or high-recall ANN) cosine search over every row passing ``where``."""
+    q = (
+        table.query()
+        .nearest_to(np.asarray(qvec, dtype=np.float32))
+        .column(column)
+        .distance_type("cosine")
+        .where(f"{column} IS NOT NULL AND ({where})")
+        .limit(limit)
+    )
+    rows: list[Row] = await q.to_list()
+    return [(r, 1.0 - float(r["_distance"])) for r in rows]
+
+
+async def table_fts(table: Any, text: str, where: str, limit: int) -> Scored:
+    """Native BM25 on ``search_text``; any term may match (OR). No index yet → nothing."""
+    if not text.strip():
+        return []
+    match = MatchQuery(text, "search_text", operator=FullTextOperator.OR)  # type: ignore[call-arg]
+    try:
+        rows: list[Row] = (
+            await table.query().nearest_to_text(match).where(where).limit(limit).to_list()
+        )
+    except ValueError as exc:
+        if "INVERTED index" in str(exc) or "full text search" in str(exc).lower():
+            return []
+        raise
+    return [(r, float(r.get("_score") or 0.0)) for r in rows]
+
+
+async def _count(table: Any, where: str) -> int:
+    return int(await table.count_rows(where))
+
+
+async def pattern_weights(
+    table: Any | None, terms: Sequence[str], where: str, pending_texts: Sequence[str]
+) -> tuple[list[str], list[float], list[int]]:
+    """BM25 idf of each query term over the table (+ pending rows): rare terms weigh more."""
+    terms = list(terms[:MAX_PATTERN_TERMS])
+    if not terms:
+        return [], [], []
+    lows = [t.lower() for t in pending_texts]
+    toks = [doc_tokens(t) for t in lows]
+    pdf = [sum(term_in(term, lows[i], toks[i]) for i in range(len(lows))) for term in terms]
+    if table is not None:
+        counts = await asyncio.gather(
+            _count(table, where),
+            *(_count(table, f"({where}) AND lower(search_text) LIKE {like(t)}") for t in terms),
+        )
+        n, dfs = counts[0], list(counts[1:])
+    else:
+        n, dfs = 0, [0] * len(terms)
+    n_all = n + len(pending_texts)
+    dfs = [a + b for a, b in zip(dfs, pdf, strict=True)]
+    return terms, [idf(max(n_all, 1), df) for df in dfs], dfs
+
+
+async def table_pattern(
+    table: Any,
+    terms: Sequence[str],
+    weights: Sequence[float],
+    dfs: Sequence[int],
+    where: str,
+    limit: int,
+    text_of: Callable[[Mapping[str, Any]], str],
+) -> Scored:
+    """Rows containing the rarest terms, scored by the share of idf weight they match."""
+    fetch = [t for t, df in sorted(zip(terms, dfs, strict=True), key=lambda x: x[1]) if df > 0]
+    fetch = fetch[:MAX_FETCH_TERMS]
+    if not fetch:
+        return []
+    ors = " OR ".join(f"lower(search_text) LIKE {like(t)}" for t in fetch)
+    rows: list[Row] = await table.query().where(f"({where}) AND ({ors})").limit(limit * 4).to_list()
+    scored = [(r, weighted_match(terms, weights, text_of(r))) for r in rows]
+    scored = [(r, s) for r, s in scored if s > 0]
+    scored.sort(key=lambda rs: -rs[1])
+    return scored[:limit]
+
+
+async def table_substring(table: Any, needles: Sequence[str], where: str, limit: int) -> Scored:
+    """Rows whose ``search_text`` contains a needle; score 1/(needle index + 1)."""
+    out: Scored = []
+    seen: set[str] = set()
+    for idx, needle in enumerate(needles):
+        rows: list[Row] = (
+            await table.query()
+            .where(f"({where}) AND lower(search_text) LIKE {like(needle)}")
+            .limit(limit)
+            .to_list()
+        )
+        for r in rows:
+            if r["id"] not in seen:
+                seen.add(r["id"])
+                out.append((r, 1.0 / (idx + 1)))
+    return out[:limit]
+
+
+# -- pending rows (acknowledged, not yet in LanceDB) ------------------------------------------
+def pending_vector(rows: Sequence[Row], column: str, qvec: np.ndarray) -> Scored:
+    out: Scored = []
+    for r in rows:
+        v = unit(r.get(column))
+        if v is not None and v.shape == qvec.shape:
+            out.append((r, float(v @ qvec)))
+    out.sort(key=lambda rs: -rs[1])
+    return out
+
+
+def pending_bm25(rows: Sequence[Row], terms: Sequence[str]) -> Scored:
+    scores = bm25_scores(terms, [r.get("search_text") or "" for r in rows])
+    out = [(r, s) for r, s in zip(rows, scores, strict=True) if s > 0]
+    out.sort(key=lambda rs: -rs[1])
+    return out
+
+
+def pending_pattern(
+    rows: Sequence[Row],
+    terms: Sequence[str],
+    weights: Sequence[float],
+    text_of: Callable[[Mapping[str, Any]], str],
+) -> Scored:
+    out = [(r, weighted_match(terms, weights, text_of(r))) for r in rows]
+    out = [(r, s) for r, s in out if s > 0]
+    out.sort(key=lambda rs: -rs[1])
+    return out
+
+
+def pending_substring(rows: Sequence[Row], needles: Sequence[str]) -> Scored:
+    out: Scored = []
+    for r in rows:
+        text = (r.get("search_text") or "").lower()
+        for idx, needle in enumerate(needles):
+            if needle.lower() in text:
+                out.append((r, 1.0 / (idx + 1)))
+                break
+    out.sort(key=lambda rs: -rs[1])
+    return out
+
+
+# -- merging -----------------------------------------------------------------------------------
+def merge_scored(table: Scored, pending: Scored, *, normalise: bool = False) -> Scored:
+    """One ranked list by id (table row wins); BM25 lists are normalised per source first."""
+
+    def norm(items: Scored) -> Scored:
+        top = max((s for _r, s in items), default=0.0)
+        return [(r, s / top if top > 0 else 0.0) for r, s in items] if normalise else items
+
+    seen: dict[str, tuple[Row, float]] = {}
+    for r, s in norm(table) + norm(pending):
+        rid = str(r["id"])
+        if rid not in seen or s > seen[rid][1]:
+            seen[rid] = (
+                seen[rid][0] if rid in seen else r,
+                max(s, seen[rid][1]) if rid in seen else s,
+            )
+    return sorted(seen.values(), key=lambda rs: -rs[1])
+
+
+def floor_relative(items: Scored, absolute: float, ratio: float) -> Scored:
+    """Keep scores ≥ max(absolute, best·ratio) (the adaptive vector floor)."""
+    if not items:
+        return items
+    cut = max(absolute, items[0][1] * ratio)
+    return [(r, s) for r, s in items if s >= cut]

@@ -1,0 +1,654 @@
+"""Three-tier retrieval: compile the query, run every channel under one absolute deadline, rank, render.
+
+Tier 1 skills, tier 2 traces (+ episode roll-ups and feedback-derived experiences in full mode),
+tier 3 world models. Pending (acknowledged, unapplied) trace rows are searched in memory with the
+same channels, so a turn is recallable the moment ``turn_end`` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stratamem.contract.dtos import (
+    Namespace,
+    Ownership,
+    RetrievalHit,
+    RetrievalQuery,
+    RetrievalResult,
+    TierLatency,
+)
+from stratamem.core.ids import new_id, now_ms
+from stratamem.core.retrieval import channels as ch
+from stratamem.core.retrieval.candidates import Candidate, Pool, unit
+from stratamem.core.retrieval.deadline import Deadline
+from stratamem.core.retrieval.filters import TraceFilter, q, simple_where, visible_context
+from stratamem.core.retrieval.plan import Plan, make_plan
+from stratamem.core.retrieval.query import CompiledQuery, compile_query
+from stratamem.core.retrieval.rank import Ranked, RankParams, rank
+from stratamem.core.retrieval.render import (
+    Snippet,
+    episode_snippet,
+    experience_snippet,
+    render_packet,
+    skill_snippet,
+    trace_snippet,
+    world_model_snippet,
+)
+from stratamem.core.retrieval.settings import lightweight_of, setting
+from stratamem.core.routing import classify_intent, query_profile, schedule_injection
+from stratamem.core.telemetry import get_logger, span
+
+_log = get_logger("retrieval")
+ROLLUP_MAX_STEPS = 6
+ROLLUP_MAX_CHARS = 800
+
+
+@dataclass
+class RetrievalContext:
+    """Everything one retrieval needs; ``deadline`` is absolute ``time.monotonic()`` seconds."""
+
+    query: RetrievalQuery
+    namespace: Namespace | None = None
+    tables: Mapping[str, Any] = field(default_factory=dict)
+    pending_traces: Sequence[Mapping[str, Any]] = ()
+    embedder: Any | None = None
+    config: Mapping[str, Any] | None = None
+    lightweight: bool | None = None
+    deadline: float | None = None
+    tiers: Sequence[int] | None = None
+    profile: str | None = None
+    now_ms: int | None = None
+    tz_offset_minutes: int = 0
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _trace_text(row: Mapping[str, Any]) -> str:
+    return "\n".join(
+        str(row.get(k) or "") for k in ("user_text", "agent_text", "summary", "reflection")
+    )
+
+
+def _search_text(row: Mapping[str, Any]) -> str:
+    return str(row.get("search_text") or _trace_text(row))
+
+
+def priority_for(value: float, ts: int, now: int, half_life_days: float) -> float:
+    """max(V, 0) · 0.5^(age_days / half-life) (memos-core §5.3)."""
+    age_days = max(0.0, (now - ts) / 86_400_000)
+    return float(max(0.0, value) * 0.5 ** (age_days / max(1.0, half_life_days)))
+
+
+async def _embed(embedder: Any, text: str) -> np.ndarray | None:
+    fn = embedder.embed_query
+    if inspect.iscoroutinefunction(fn):
+        vec = await fn(text)
+    else:
+        vec = await asyncio.to_thread(fn, text)
+        if inspect.isawaitable(vec):
+            vec = await vec
+    return unit(vec)
+
+
+def _f(row: Mapping[str, Any], key: str, default: float = 0.0) -> float:
+    v = row.get(key)
+    try:
+        return float(v) if v is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+# -- the engine -----------------------------------------------------------------------------------
+class _Run:
+    def __init__(self, ctx: RetrievalContext) -> None:
+        self.ctx = ctx
+        self.cfg = ctx.config
+        self.query = ctx.query
+        self.dl = Deadline(ctx.deadline)
+        self.lightweight = lightweight_of(self.cfg) if ctx.lightweight is None else ctx.lightweight
+        self.cq: CompiledQuery = compile_query(ctx.query)
+        self.profile = ctx.profile or query_profile(self.cq.text)
+        self.plan: Plan = make_plan(
+            ctx.query.reason,
+            lightweight=self.lightweight,
+            config=self.cfg,
+            top_k=ctx.query.top_k,
+            tiers=ctx.tiers,
+            profile=self.profile,
+        )
+        self.qvec: np.ndarray | None = None
+        self.pools: list[Pool] = []
+        self.latency = {1: 0.0, 2: 0.0, 3: 0.0}
+        self.now = ctx.now_ms if ctx.now_ms is not None else now_ms()
+        self.min_sim = float(setting(self.cfg, "min_trace_sim"))
+
+    def s(self, key: str) -> Any:
+        return setting(self.cfg, key)
+
+    def table(self, name: str) -> Any | None:
+        return self.ctx.tables.get(name) if self.ctx.tables else None
+
+    # -- generic table tier (skills, experiences, world models) --------------------------------
+    async def _table_pool(
+        self, pool: Pool, table: Any, where: str, vec_floor: float, vec_limit: int, kw_limit: int
+    ) -> None:
+        dl, cq = self.dl, self.cq
+
+        async def vec() -> ch.Scored:
+            if self.qvec is None:
+                return []
+            qv = self.qvec
+            got = await dl.run("vec", lambda: ch.table_vector(table, "vec", qv, where, vec_limit))
+            return [(r, sc) for r, sc in (got or []) if sc >= vec_floor]
+
+        async def fts() -> ch.Scored:
+            got = await dl.run("fts", lambda: ch.table_fts(table, cq.fts_text, where, kw_limit))
+            return ch.floor_relative(ch.merge_scored(got or [], [], normalise=True), 0.0, 0.2)
+
+        async def pattern() -> ch.Scored:
+            w = await dl.run("pattern_idf", lambda: ch.pattern_weights(table, cq.terms, where, []))
+            if not w or not w[0]:
+                return []
+            terms, weights, dfs = w
+            got = await dl.run(
+                "pattern",
+                lambda: ch.table_pattern(table, terms, weights, dfs, where, kw_limit, _search_text),
+            )
+            return [(r, sc) for r, sc in (got or []) if sc >= 0.25]
+
+        async def exact() -> ch.Scored:
+            if not cq.identifiers:
+                return []
+            ids = cq.identifiers
+            return (
+                await dl.run("exact", lambda: ch.table_substring(table, ids, where, kw_limit)) or []
+            )
+
+        v, f, p, e = await asyncio.gather(vec(), fts(), pattern(), exact())
+        pool.add_channel("vec", v)
+        pool.add_channel("fts", f)
+        pool.add_channel("pattern", p)
+        pool.add_channel("exact_identifier", e)
+
+    async def tier1(self) -> None:
+        table = self.table("skills")
+        if table is None:
+            return
+        t0 = time.perf_counter()
+        pool = Pool("skill", ("vec",), _search_text)
+        where = simple_where(
+            self.ctx.namespace,
+            ["status IN ('active', 'candidate')", f"eta >= {float(self.s('min_skill_eta'))}"],
+        )
+        k = self.plan.caps[1]
+        vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
+        await self._table_pool(
+            pool, table, where, self.min_sim, vec_pool, max(k, int(self.s("keyword_top_k")))
+        )
+        blend = float(self.s("skill_eta_blend"))
+        for c in pool.items.values():
+            c.boost = blend * _f(c.row, "eta")
+        self.pools.append(pool)
+        self.latency[1] += (time.perf_counter() - t0) * 1000
+
+    async def tier3(self) -> None:
+        table = self.table("world_models")
+        if table is None:
+            return
+        t0 = time.perf_counter()
+        pool = Pool("world_model", ("vec",), _search_text)
+        where = simple_where(self.ctx.namespace, ["coalesce(status, 'active') <> 'archived'"])
+        k = self.plan.caps[3]
+        vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
+        floor = min(self.min_sim, 0.15)
+        await self._table_pool(
+            pool, table, where, floor, vec_pool, max(k, int(self.s("keyword_top_k")))
+        )
+        self.pools.append(pool)
+        self.latency[3] += (time.perf_counter() - t0) * 1000
+
+    async def experiences(self) -> None:
+        table = self.table("policies")
+        if table is None:
+            return
+        pool = Pool("experience", ("vec",), _search_text)
+        where = simple_where(
+            self.ctx.namespace,
+            ["status IN ('active', 'candidate')", "array_length(source_feedback_ids) > 0"],
+        )
+        k = self.plan.caps[2]
+        vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
+        await self._table_pool(
+            pool, table, where, self.min_sim, vec_pool, max(k, int(self.s("keyword_top_k")))
+        )
+        for c in pool.items.values():
+            c.boost = 0.2 * max(
+                _f(c.row, "salience"), _f(c.row, "confidence", 0.5), _f(c.row, "gain")
+            )
+        self.pools.append(pool)
+
+    # -- tier 2 traces -----------------------------------------------------------------------------
+    def trace_filter(self) -> TraceFilter:
+        hints = self.query.context_hints or {}
+        max_age = int(self.s("vector_scan_max_age_ms") or 0)
+        tag_mode = str(self.s("tag_filter"))
+        return TraceFilter(
+            namespace=self.ctx.namespace,
+            include_low_value=self.plan.include_low_value,
+            min_ts=self.now - max_age if max_age > 0 else None,
+            tags=self.cq.tags if tag_mode != "off" else (),
+            **visible_context(
+                hints, self.query.session_id, reason=self.query.reason, lightweight=self.lightweight
+            ),
+        )
+
+    async def tier2(self) -> None:
+        t0 = time.perf_counter()
+        table = self.table("traces")
+        dl, cq = self.dl, self.cq
+        flt = self.trace_filter()
+        pending = [dict(r) for r in self.ctx.pending_traces if "id" in r]
+        lex_pending = [r for r in pending if flt.accepts(r)]
+        k = self.plan.caps[2]
+        vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
+        kw_pool = max(k, int(self.s("keyword_top_k")))
+        personal = self.profile == "personal_fact"
+        use_action = not self.lightweight and not personal
+        tag_mode = str(self.s("tag_filter"))
+        where = flt.where()
+
+        async def vec(column: str, with_tags: bool, ratio: float) -> ch.Scored:
+            if self.qvec is None:
+                return []
+            qv = self.qvec
+            got: ch.Scored = []
+            if table is not None:
+                w = flt.where(vector=True, with_tags=with_tags)
+                got = (
+                    await dl.run(column, lambda: ch.table_vector(table, column, qv, w, vec_pool))
+                    or []
+                )
+            rows = [r for r in pending if flt.accepts(r, vector=True, with_tags=with_tags)]
+            merged = ch.merge_scored(got, ch.pending_vector(rows, column, qv))
+            return ch.floor_relative(merged, self.min_sim, ratio)[:vec_pool]
+
+        async def vectors() -> tuple[ch.Scored, ch.Scored]:
+            tagged = bool(flt.tags)
+            rs, ra = (0.55, 0.65) if personal else (0.45, 0.45)
+            jobs = [vec("vec_summary", tagged, rs)]
+            if use_action:
+                jobs.append(vec("vec_action", tagged, ra))
+            got = await asyncio.gather(*jobs)
+            s_hits, a_hits = got[0], (got[1] if len(got) > 1 else [])
+            if tagged and tag_mode == "auto" and not s_hits and not a_hits:
+                s_hits = await vec("vec_summary", False, rs)
+            return s_hits, a_hits
+
+        async def fts() -> ch.Scored:
+            got: ch.Scored = []
+            if table is not None:
+                got = (
+                    await dl.run("fts", lambda: ch.table_fts(table, cq.fts_text, where, kw_pool))
+                    or []
+                )
+            merged = ch.merge_scored(got, ch.pending_bm25(lex_pending, cq.terms), normalise=True)
+            return ch.floor_relative(merged, 0.0, 0.2)[:kw_pool]
+
+        async def pattern() -> ch.Scored:
+            texts = [_search_text(r) for r in lex_pending]
+            w = await dl.run(
+                "pattern_idf", lambda: ch.pattern_weights(table, cq.terms, where, texts)
+            )
+            if not w or not w[0]:
+                return []
+            terms, weights, dfs = w
+            got: ch.Scored = []
+            if table is not None:
+                got = (
+                    await dl.run(
+                        "pattern",
+                        lambda: ch.table_pattern(
+                            table, terms, weights, dfs, where, kw_pool, _search_text
+                        ),
+                    )
+                    or []
+                )
+            merged = ch.merge_scored(
+                got, ch.pending_pattern(lex_pending, terms, weights, _search_text)
+            )
+            return [(r, sc) for r, sc in merged if sc >= 0.25][:kw_pool]
+
+        async def substring(name: str, needles: Sequence[str], limit: int) -> ch.Scored:
+            if not needles:
+                return []
+            got: ch.Scored = []
+            if table is not None:
+                got = (
+                    await dl.run(name, lambda: ch.table_substring(table, needles, where, limit))
+                    or []
+                )
+            return ch.merge_scored(got, ch.pending_substring(lex_pending, needles))[:limit]
+
+        (s_hits, a_hits), f_hits, p_hits, st_hits, ex_hits = await asyncio.gather(
+            vectors(),
+            fts(),
+            pattern(),
+            substring("structural", cq.error_fragments, max(k, 10)),
+            substring("exact_identifier", cq.identifiers, kw_pool),
+        )
+        pool = Pool("trace", ("vec_summary", "vec_action"), _trace_text)
+        pool.add_channel("vec_summary", s_hits)
+        pool.add_channel("vec_action", a_hits)
+        pool.add_channel("fts", f_hits)
+        pool.add_channel("pattern", p_hits)
+        pool.add_channel("structural", st_hits)
+        pool.add_channel("exact_identifier", ex_hits)
+        cap = max(vec_pool, kw_pool) * 2
+        if len(pool.items) > cap:  # keep the best-placed candidates (by best rank across channels)
+            keep = sorted(
+                pool.items.values(), key=lambda c: min(r for r, _ in c.channels.values())
+            )[:cap]
+            pool.items = {c.ref_id: c for c in keep}
+        half_life = float(setting(self.cfg, "decay_half_life_days", "reward"))
+        weight = 0.0 if personal else min(float(self.s("weight_priority")), 0.3)
+        for c in pool.items.values():
+            c.boost = weight * priority_for(
+                _f(c.row, "value"), int(c.row.get("ts") or 0), self.now, half_life
+            )
+        self.pools.append(pool)
+        if self.plan.episodes:
+            pool.set_cosines(self.qvec)
+            self.pools.append(self.rollups(pool, weight, half_life))
+        if self.plan.experiences:
+            await self.experiences()
+        self.latency[2] += (time.perf_counter() - t0) * 1000
+
+    def rollups(self, traces: Pool, weight: float, half_life: float) -> Pool:
+        """Episodes with ≥2 pooled traces whose best trace is close to the query and not negative."""
+        pool = Pool("episode", (), lambda r: str(r.get("summary") or ""))
+        if self.qvec is None:
+            return pool
+        by_ep: dict[str, list[Candidate]] = {}
+        for c in traces.items.values():
+            if c.row.get("episode_id"):
+                by_ep.setdefault(str(c.row["episode_id"]), []).append(c)
+        min_sim = float(self.s("episode_goal_min_sim"))
+        made: list[Candidate] = []
+        for ep, members in by_ep.items():
+            if len(members) < 2:
+                continue
+            best = max(members, key=lambda c: (_f(c.row, "value"), c.cosine or -1.0))
+            if (best.cosine or 0.0) < min_sim or _f(best.row, "value") < 0:
+                continue
+            members.sort(key=lambda c: int(c.row.get("ts") or 0))
+            lines = ["Past similar episode"]
+            for m in members[:ROLLUP_MAX_STEPS]:
+                r = m.row
+                step = (r.get("summary") or "")[:160] or (
+                    f"{(r.get('user_text') or '')[:120]} → {(r.get('agent_text') or '')[:120]}"
+                )
+                if r.get("reflection"):
+                    step += f" (note: {str(r['reflection'])[:160]})"
+                lines.append(f"- {step}")
+            max_value = max(_f(m.row, "value") for m in members)
+            first_ts = int(members[0].row.get("ts") or 0)
+            summary = "\n".join(lines)[:ROLLUP_MAX_CHARS]
+            row: dict[str, Any] = {
+                "id": ep,
+                "ts": first_ts,
+                "summary": summary,
+                "value": max_value,
+                "priority": sum(_f(m.row, "priority") for m in members) / len(members),
+                "source_trace_id": best.ref_id,
+                "member_ids": [m.ref_id for m in members],
+                "owner_agent_kind": best.row.get("owner_agent_kind"),
+                "owner_profile_id": best.row.get("owner_profile_id"),
+                "share_scope": best.row.get("share_scope"),
+            }
+            channels: dict[str, tuple[int, float]] = {}
+            for m in members:
+                for name, (rk, sc) in m.channels.items():
+                    if name not in channels or rk < channels[name][0]:
+                        channels[name] = (rk, sc)
+            made.append(
+                Candidate(
+                    "episode",
+                    ep,
+                    row,
+                    2,
+                    channels,
+                    list(best.vectors),
+                    best.cosine,
+                    weight * priority_for(max_value, first_ts, self.now, half_life),
+                    summary,
+                )
+            )
+        made.sort(key=lambda c: (-_f(c.row, "value"), -(c.cosine or 0.0)))
+        for c in made[: self.plan.caps[2]]:
+            pool.items[c.ref_id] = c
+        return pool
+
+    # -- whole run -----------------------------------------------------------------------------
+    async def run(self) -> RetrievalResult:
+        with span(
+            "retrieval",
+            reason=self.query.reason,
+            session=self.query.session_id,
+            tiers=",".join(map(str, self.plan.tiers)),
+            deadline_left_s=self.dl.remaining(),
+        ) as sp:
+            if self.plan.tiers and self.plan.limit > 0 and self.cq.text.strip():
+                await self.collect()
+            ranked = self.rank()
+            result = self.render(ranked)
+            sp.set_attribute("hits", len(result.hits))
+            sp.set_attribute("cut_off", result.cut_off)
+            return result
+
+    async def collect(self) -> None:
+        emb = self.ctx.embedder
+        if emb is not None:
+            text = self.cq.text
+            self.qvec = await self.dl.run("embed", lambda: _embed(emb, text))
+        jobs = []
+        if 1 in self.plan.tiers:
+            jobs.append(self.tier1())
+        if 2 in self.plan.tiers:
+            jobs.append(self.tier2())
+        if 3 in self.plan.tiers:
+            jobs.append(self.tier3())
+        await asyncio.gather(*jobs)
+
+    def rank(self) -> list[Ranked]:
+        cands: list[Candidate] = []
+        for pool in self.pools:
+            pool.set_cosines(self.qvec)
+            cands.extend(c for c in pool.items.values() if c.channels)
+        lam = 0.85 if self.profile == "personal_fact" else float(self.s("mmr_lambda"))
+        params = RankParams(
+            limit=self.plan.limit,
+            tier_caps={t: self.plan.caps[t] for t in self.plan.tiers},
+            rrf_k=int(self.s("rrf_constant")),
+            mmr_lambda=lam,
+            relative_floor=float(self.s("relative_threshold_floor")),
+            smart_seed=bool(self.s("smart_seed")),
+            smart_seed_ratio=float(self.s("smart_seed_ratio")),
+            multi_channel_bypass=bool(self.s("multi_channel_bypass")),
+            min_trace_sim=self.min_sim,
+            identifiers=self.cq.identifiers,
+        )
+        ranked = rank(cands, params)
+        # one memory per episode: the trace or its roll-up, whichever scored higher (episode on ties)
+        eps = {it.cand.ref_id: it for it in ranked if it.cand.ref_kind == "episode"}
+        out = []
+        for it in ranked:
+            if it.cand.ref_kind == "trace":
+                ep = eps.get(str(it.cand.row.get("episode_id")))
+                if (
+                    ep is not None
+                    and it.cand.ref_id in ep.cand.row.get("member_ids", ())
+                    and ep.score >= it.score
+                ):
+                    continue
+            out.append(it)
+        kept_traces = {it.cand.ref_id for it in out if it.cand.ref_kind == "trace"}
+        return [
+            it
+            for it in out
+            if it.cand.ref_kind != "episode"
+            or not kept_traces.intersection(it.cand.row.get("member_ids", ()))
+        ]
+
+    def snippet(self, it: Ranked) -> Snippet:
+        row, score = it.cand.row, it.score
+        kind = it.cand.ref_kind
+        if kind == "skill":
+            return skill_snippet(
+                row, score, str(self.s("skill_injection_mode")), int(self.s("skill_summary_chars"))
+            )
+        if kind == "episode":
+            return episode_snippet(
+                it.cand.ref_id,
+                str(row.get("summary") or ""),
+                row.get("ts"),
+                score,
+                self.ctx.tz_offset_minutes,
+            )
+        if kind == "experience":
+            return experience_snippet(row, score)
+        if kind == "world_model":
+            return world_model_snippet(row, score)
+        return trace_snippet(row, score, self.ctx.tz_offset_minutes)
+
+    def guidance(self, ranked: Sequence[Ranked]) -> tuple[list[str], list[str]]:
+        if not self.plan.guidance:
+            return [], []
+        prefer: list[str] = []
+        avoid: list[str] = []
+        for it in ranked:
+            if it.cand.ref_kind not in ("skill", "experience"):
+                continue
+            try:
+                g = json.loads(it.cand.row.get("guidance_json") or "{}")
+            except ValueError:
+                continue
+            for src, dst in (
+                (g.get("preference"), prefer),
+                (g.get("anti_pattern") or g.get("antiPattern"), avoid),
+            ):
+                for line in src or ():
+                    norm = " ".join(str(line).lower().split())
+                    if (
+                        norm
+                        and all(" ".join(x.lower().split()) != norm for x in dst)
+                        and len(dst) < 3
+                    ):
+                        dst.append(str(line).strip())
+        return prefer, avoid
+
+    def render(self, ranked: list[Ranked]) -> RetrievalResult:
+        snippets = [self.snippet(it) for it in ranked]
+        prefer, avoid = self.guidance(ranked)
+        text = render_packet(self.query.reason, snippets, prefer, avoid)
+        hits = []
+        for it, sn in zip(ranked, snippets, strict=True):
+            row = it.cand.row
+            hits.append(
+                RetrievalHit(
+                    tier=it.cand.tier,
+                    ref_id=it.cand.ref_id,
+                    ref_kind=it.cand.ref_kind,
+                    score=round(it.score, 6),
+                    snippet=sn.body,
+                    owner=Ownership(
+                        owner_agent_kind=row.get("owner_agent_kind") or "unknown",
+                        owner_profile_id=row.get("owner_profile_id") or "default",
+                        owner_workspace_id=row.get("owner_workspace_id"),
+                    ),
+                    share_scope=row.get("share_scope"),
+                    source_trace_id=row.get("source_trace_id"),
+                    score_details=it.details(self.profile, float(self.s("mmr_lambda"))),
+                )
+            )
+        return RetrievalResult(
+            query=self.query,
+            hits=tuple(hits),
+            injected_context=text,
+            tier_latency_ms=TierLatency(
+                tier1=round(self.latency[1], 3),
+                tier2=round(self.latency[2], 3),
+                tier3=round(self.latency[3], 3),
+            ),
+            cut_off=self.dl.cut_off,
+            packet_id=new_id("pk") if hits else f"empty-{self.now}",
+        )
+
+
+# -- public entry points -----------------------------------------------------------------------
+class _CoreEmbedder:
+    def __init__(self, core: Any) -> None:
+        self.core = core
+
+    async def embed_query(self, text: str) -> Any:
+        return await self.core.embed_query(text)
+
+
+def _monotonic_deadline(deadline_at_ms: int | None, config: Mapping[str, Any] | None) -> float:
+    if deadline_at_ms is None:
+        return time.monotonic() + float(setting(config, "default_deadline_ms")) / 1000
+    return time.monotonic() + (deadline_at_ms - now_ms()) / 1000
+
+
+def scheduled_tiers(query: RetrievalQuery) -> tuple[int, ...] | None:
+    """turn_start: the injection scheduler's tiers for the query text (other reasons: the plan's)."""
+    if query.reason != "turn_start":
+        return None
+    text = query.query or ""
+    inj = schedule_injection(classify_intent(text), None, query_profile(text))
+    return () if inj.skip else inj.tiers
+
+
+async def retrieve(
+    ctx: RetrievalContext | None = None,
+    *,
+    core: Any | None = None,
+    query: RetrievalQuery | None = None,
+    namespace: Namespace | None = None,
+    pending: Sequence[Mapping[str, Any]] = (),
+    config: Mapping[str, Any] | None = None,
+) -> RetrievalResult:
+    """Run one retrieval. Either pass a ``RetrievalContext`` or the facade's keywords (``core=…``)."""
+    if ctx is None:
+        if query is None:
+            raise TypeError("retrieve() needs a RetrievalContext or query=")
+        tables: dict[str, Any] = {}
+        store = getattr(core, "store", None)
+        for name in ("traces", "policies", "world_models", "skills"):
+            try:
+                tables[name] = store.table(name) if store is not None else None
+            except Exception:
+                tables[name] = None
+        ctx = RetrievalContext(
+            query=query,
+            namespace=namespace or query.namespace,
+            tables=tables,
+            pending_traces=pending,
+            embedder=_CoreEmbedder(core) if getattr(core, "embedder", None) is not None else None,
+            config=config if config is not None else getattr(core, "config", None),
+            lightweight=getattr(core, "lightweight", None),
+            deadline=_monotonic_deadline(query.deadline_at, config),
+            tiers=scheduled_tiers(query),
+        )
+    return await _Run(ctx).run()
+
+
+def where_ids(ids: Sequence[str]) -> str:
+    return "id IN (" + ", ".join(q(i) for i in ids) + ")"

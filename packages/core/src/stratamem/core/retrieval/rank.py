@@ -1,0 +1,233 @@
+"""Pure ranking: rank fusion (RRF), exact-identifier eligibility, dedupe, relative threshold, seeded MMR.
+
+Channels are fused by RANK (weighted RRF, k=60) so that no channel's score scale dominates; the fused
+score is normalised to the pool's best and blended with the semantic cosine every candidate gets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stratamem.core.retrieval.candidates import Candidate
+
+#: per-channel RRF weights (vector + BM25 carry the signal; substring patterns only help)
+CHANNEL_WEIGHTS: dict[str, float] = {
+    "vec_summary": 1.0,
+    "vec_action": 0.7,
+    "vec": 1.0,
+    "fts": 1.0,
+    "pattern": 0.5,
+    "structural": 1.0,
+    "exact_identifier": 1.0,
+}
+VECTOR_CHANNELS = frozenset({"vec_summary", "vec_action", "vec"})
+FUSED_WEIGHT = 0.6
+SEMANTIC_WEIGHT = 0.4
+
+
+@dataclass(frozen=True, slots=True)
+class RankParams:
+    limit: int = 10
+    tier_caps: Mapping[int, int] = field(default_factory=lambda: {1: 3, 2: 5, 3: 2})
+    rrf_k: int = 60
+    mmr_lambda: float = 0.7
+    relative_floor: float = 0.2
+    smart_seed: bool = True
+    smart_seed_ratio: float = 0.7
+    multi_channel_bypass: bool = True
+    min_trace_sim: float = 0.25
+    identifiers: tuple[str, ...] = ()
+
+
+@dataclass
+class Ranked:
+    cand: Candidate
+    relevance: float
+    rrf: float
+    fused: float
+    semantic: float
+    score: float = 0.0
+    redundancy: float = 0.0
+    bypassed: bool = False
+
+    def details(self, profile: str, mmr_lambda: float) -> dict[str, Any]:
+        return {
+            "profile": profile,
+            "semantic": round(self.semantic, 4),
+            "tier_boost": round(self.cand.boost, 4),
+            "rrf": round(self.rrf, 6),
+            "fused": round(self.fused, 4),
+            "relevance": round(self.relevance, 4),
+            "mmr_lambda": mmr_lambda,
+            "redundancy": round(self.redundancy, 4),
+            "final_score": round(self.score, 4),
+            "channels": sorted(self.cand.channels),
+            "bypassed_threshold": self.bypassed,
+        }
+
+
+def rrf_score(cand: Candidate, k: int) -> float:
+    return sum(
+        CHANNEL_WEIGHTS.get(name, 0.5) / (k + rank + 1)
+        for name, (rank, _s) in cand.channels.items()
+    )
+
+
+def score_candidates(cands: Sequence[Candidate], k: int) -> list[Ranked]:
+    """Relevance = 0.6·(rrf / best rrf) + 0.4·clamp(cosine, 0, 1) + tier boost."""
+    rrfs = [rrf_score(c, k) for c in cands]
+    top = max(rrfs, default=0.0)
+    out = []
+    for cand, rrf in zip(cands, rrfs, strict=True):
+        fused = rrf / top if top > 0 else 0.0
+        semantic = min(1.0, max(0.0, cand.cosine or 0.0))
+        rel = FUSED_WEIGHT * fused + SEMANTIC_WEIGHT * semantic + cand.boost
+        out.append(Ranked(cand, rel, rrf, fused, semantic))
+    return out
+
+
+def exact_eligible(items: list[Ranked], identifiers: Sequence[str]) -> list[Ranked]:
+    """With identifiers in the query, traces/episodes/experiences must carry one (skills/world models exempt)."""
+    if not identifiers:
+        return items
+    keep = []
+    for it in items:
+        c = it.cand
+        if (
+            c.ref_kind in ("skill", "world_model")
+            or "exact_identifier" in c.channels
+            or any(i in c.text.lower() for i in identifiers)
+        ):
+            keep.append(it)
+    return keep
+
+
+_ACK = re.compile(
+    r"^\W*(?:ok(?:ay)?|thanks?(?: you)?|thx|got it|noted|sure|done|will do|understood|好的|记住了|收到|明白了?|知道了)\W*$",
+    re.I,
+)
+_NORM = re.compile(r"[\W_]+", re.U)
+
+
+def _norm(text: str) -> str:
+    return _NORM.sub(" ", (text or "").lower()).strip()
+
+
+def _has_evidence(row: Mapping[str, Any]) -> bool:
+    agent = (row.get("agent_text") or "").strip()
+    return (
+        bool(row.get("reflection"))
+        or bool(row.get("tool_calls_json") not in (None, "", "[]"))
+        or (bool(agent) and not _ACK.match(agent))
+    )
+
+
+def dedupe_repeated(items: list[Ranked]) -> list[Ranked]:
+    """Traces asking the same question: prefer evidence-bearing rows, one per distinct answer."""
+    groups: dict[str, list[Ranked]] = {}
+    for it in items:
+        if it.cand.ref_kind == "trace":
+            key = _norm(it.cand.row.get("user_text") or "")
+            if key:
+                groups.setdefault(key, []).append(it)
+    drop: set[int] = set()
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        evidence = [g for g in group if _has_evidence(g.cand.row)]
+        keep_from = evidence or [max(group, key=lambda g: g.relevance)]
+        best: dict[str, Ranked] = {}
+        for g in keep_from:
+            sig = _norm(g.cand.row.get("agent_text") or "")
+            if sig not in best or g.relevance > best[sig].relevance:
+                best[sig] = g
+        kept = {id(g) for g in best.values()}
+        drop.update(id(g) for g in group if id(g) not in kept)
+    return [it for it in items if id(it) not in drop]
+
+
+def _strong(name: str, score: float, min_sim: float) -> bool:
+    if name in VECTOR_CHANNELS:
+        return score >= min_sim
+    if name == "structural":
+        return score >= 0.8
+    return score >= 0.75
+
+
+def relative_threshold(items: list[Ranked], p: RankParams) -> list[Ranked]:
+    """Drop items below top·floor unless ≥2 channels agree and one of them is strong."""
+    if not items:
+        return items
+    cutoff = max(it.relevance for it in items) * p.relative_floor
+    out = []
+    for it in items:
+        if it.relevance >= cutoff:
+            out.append(it)
+        elif (
+            p.multi_channel_bypass
+            and len(it.cand.channels) >= 2
+            and any(_strong(n, s, p.min_trace_sim) for n, (_r, s) in it.cand.channels.items())
+        ):
+            it.bypassed = True
+            out.append(it)
+    return out
+
+
+def _max_cos(it: Ranked, chosen: Sequence[Ranked]) -> float:
+    best = 0.0
+    for other in chosen:
+        for a in it.cand.vectors[:1]:
+            for b in other.cand.vectors[:1]:
+                if a.shape == b.shape:
+                    best = max(best, float(a @ b))
+    return best
+
+
+def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
+    """Smart seeding (≤1 per tier, if within ratio of the pool's best) then greedy MMR under tier caps."""
+    lam = p.mmr_lambda
+    remaining = sorted(items, key=lambda it: -it.relevance)
+    chosen: list[Ranked] = []
+    per_tier: dict[int, int] = {}
+
+    def room(it: Ranked) -> bool:
+        return per_tier.get(it.cand.tier, 0) < int(p.tier_caps.get(it.cand.tier, 0))
+
+    def take(it: Ranked) -> None:
+        it.redundancy = _max_cos(it, chosen)
+        it.score = lam * it.relevance - (1 - lam) * it.redundancy
+        chosen.append(it)
+        remaining.remove(it)
+        per_tier[it.cand.tier] = per_tier.get(it.cand.tier, 0) + 1
+
+    if remaining and p.smart_seed:
+        top = remaining[0].relevance
+        for tier in (1, 2, 3):
+            best = next((it for it in remaining if it.cand.tier == tier), None)
+            if (
+                best is not None
+                and best.relevance >= top * p.smart_seed_ratio
+                and room(best)
+                and len(chosen) < p.limit
+            ):
+                take(best)
+    while remaining and len(chosen) < p.limit:
+        open_items = [it for it in remaining if room(it)]
+        if not open_items:
+            break
+        pick = max(open_items, key=lambda it: lam * it.relevance - (1 - lam) * _max_cos(it, chosen))
+        take(pick)
+    return sorted(chosen, key=lambda it: (-it.score, -it.rrf))
+
+
+def rank(cands: Sequence[Candidate], p: RankParams) -> list[Ranked]:
+    """The whole pure ranking pipeline of memos-core §5.7.4 (fusion by rank instead of raw scores)."""
+    items = score_candidates(cands, p.rrf_k)
+    items = exact_eligible(items, p.identifiers)
+    items = dedupe_repeated(items)
+    items = relative_threshold(items, p)
+    items = dedupe_repeated(items)
+    return mmr_select(items, p)
