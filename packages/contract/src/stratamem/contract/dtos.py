@@ -12,6 +12,12 @@ from typing import Any, Literal
 __all__ = [
     "REF_KINDS",
     "RETRIEVAL_REASONS",
+    "ChatMessage",
+    "CompletionCancel",
+    "CompletionError",
+    "CompletionRequest",
+    "CompletionResponse",
+    "CompletionUsage",
     "DecisionGuidance",
     "Episode",
     "Event",
@@ -19,6 +25,7 @@ __all__ = [
     "FeedbackInput",
     "FlushResult",
     "Health",
+    "HostLlmHello",
     "JsonValue",
     "ListQuery",
     "ModelHealth",
@@ -491,3 +498,66 @@ class SkillGetOptions:
 class FlushResult:
     applied: int = 0
     backlog: int = 0
+
+
+# -- the host LLM reverse channel (``HostLlm`` service) ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HostLlmHello:
+    """First message a host sends on the ``HostLlm`` stream."""
+
+    host: str
+    model: str = ""
+    max_concurrency: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    """A completion the core asks a connected host to run (``timeout_ms`` None = 60 s)."""
+
+    id: str
+    messages: tuple[ChatMessage, ...] = ()
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_ms: int | None = None
+    json_mode: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionError:
+    code: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionResponse:
+    """The host's answer to one :class:`CompletionRequest` (same ``id``)."""
+
+    id: str
+    text: str = ""
+    model: str = ""
+    usage: CompletionUsage | None = None
+    error: CompletionError | None = None
+    duration_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionCancel:
+    """The core withdraws request ``id``."""
+
+    id: str

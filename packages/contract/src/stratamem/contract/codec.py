@@ -1,0 +1,288 @@
+"""Lossless conversion between the DTOs and their ``stratamem.v1`` messages, dispatched by type.
+
+Each DTO maps to the message of the same name, field by field; JSON-valued fields travel as
+JSON text in the message's ``<name>_json`` field. The mapping is derived once from the type hints
+and the descriptors, so a DTO field without a wire field (or vice versa) fails at import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from typing import Any, TypeVar, Union
+
+from google.protobuf.message import DecodeError, Message
+
+from stratamem.contract import dtos
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.v1 import host_llm_pb2, types_pb2
+
+__all__ = [
+    "DTO_TYPES",
+    "decode",
+    "decode_json",
+    "encode_json",
+    "from_bytes",
+    "from_proto",
+    "message_class",
+    "to_bytes",
+    "to_proto",
+]
+
+T = TypeVar("T")
+
+#: Every DTO class that has a wire message (all dataclasses of :mod:`stratamem.contract.dtos`).
+DTO_TYPES: tuple[type[Any], ...] = tuple(
+    obj
+    for name in dtos.__all__
+    if isinstance(obj := getattr(dtos, name), type) and dataclasses.is_dataclass(obj)
+)
+
+_MESSAGES: dict[str, type[Message]] = {}
+for _module in (types_pb2, host_llm_pb2):
+    for _name in _module.DESCRIPTOR.message_types_by_name:
+        _MESSAGES[_name] = getattr(_module, _name)
+
+
+def encode_json(value: Any) -> str:
+    """Canonical JSON text for the wire (standard JSON: no NaN/Infinity, unicode kept)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT, f"value is not JSON-serialisable: {exc}"
+        ) from exc
+
+
+def decode_json(text: str) -> Any:
+    """Parse JSON text from the wire; bad JSON is a ``protocol_error``."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise StratamemError(ErrorCode.PROTOCOL_ERROR, f"invalid JSON on the wire: {exc}") from exc
+
+
+# -- plans: how each DTO field maps onto its message field -----------------------------------
+
+_SCALAR = "scalar"  # str/int/float/bool, optional ones use proto3 presence
+_MESSAGE = "message"  # a nested DTO (``X`` or ``X | None``)
+_REPEATED = "repeated"  # tuple[scalar, ...]
+_REPEATED_MESSAGE = "repeated_message"  # tuple[DTO, ...]
+_MAP = "map"  # dict[str, scalar]
+_STRING_LIST = "string_list"  # tuple[str, ...] | None, carried by a StringList message
+_JSON_OBJECT = "json_object"  # dict[str, JsonValue] in ``<name>_json`` ("" = {})
+_JSON_ANY = "json_any"  # JsonValue in ``<name>_json`` ("" or unset = None)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _FieldPlan:
+    name: str
+    wire: str
+    kind: str
+    optional: bool
+    has_default: bool
+    item: type[Any] | None = None  # nested DTO class for message kinds
+
+
+def _strip_optional(hint: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1 and len(args) != len(typing.get_args(hint)):
+            return args[0], True
+    return hint, False
+
+
+def _plan_field(cls: type[Any], f: dataclasses.Field[Any], hint: Any, desc: Any) -> _FieldPlan:
+    inner, optional = _strip_optional(hint)
+    has_default = (
+        f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+    )
+    where = f"{cls.__name__}.{f.name}"
+    wire = desc.fields_by_name.get(f.name)
+    if wire is None:
+        json_field = desc.fields_by_name.get(f"{f.name}_json")
+        if json_field is None:
+            raise TypeError(f"{where} has no field in message {desc.full_name}")
+        kind = _JSON_OBJECT if typing.get_origin(inner) is dict else _JSON_ANY
+        return _FieldPlan(f.name, json_field.name, kind, optional, has_default)
+    if wire.message_type is not None and wire.message_type.GetOptions().map_entry:
+        return _FieldPlan(f.name, wire.name, _MAP, optional, has_default)
+    origin = typing.get_origin(inner)
+    if origin is tuple:
+        (item, _ellipsis) = typing.get_args(inner)
+        if wire.message_type is not None and wire.message_type.name == "StringList":
+            return _FieldPlan(f.name, wire.name, _STRING_LIST, optional, has_default)
+        if isinstance(item, type) and dataclasses.is_dataclass(item):
+            return _FieldPlan(f.name, wire.name, _REPEATED_MESSAGE, optional, has_default, item)
+        return _FieldPlan(f.name, wire.name, _REPEATED, optional, has_default)
+    if dataclasses.is_dataclass(inner):
+        assert isinstance(inner, type)
+        return _FieldPlan(f.name, wire.name, _MESSAGE, optional, has_default, inner)
+    if optional and not wire.has_presence:
+        raise TypeError(f"{where} is optional but {desc.full_name}.{wire.name} has no presence")
+    return _FieldPlan(f.name, wire.name, _SCALAR, optional, has_default)
+
+
+def _plan(cls: type[Any]) -> tuple[_FieldPlan, ...]:
+    msg_cls = _MESSAGES.get(cls.__name__)
+    if msg_cls is None:
+        raise TypeError(f"DTO {cls.__name__} has no stratamem.v1 message")
+    desc = msg_cls.DESCRIPTOR
+    hints = typing.get_type_hints(cls, vars(dtos))
+    plans = tuple(_plan_field(cls, f, hints[f.name], desc) for f in dataclasses.fields(cls))
+    unmapped = set(desc.fields_by_name) - {p.wire for p in plans}
+    if unmapped:
+        raise TypeError(f"message {desc.full_name} fields {sorted(unmapped)} have no DTO field")
+    return plans
+
+
+_PLANS: dict[type[Any], tuple[_FieldPlan, ...]] = {cls: _plan(cls) for cls in DTO_TYPES}
+_DTO_BY_MESSAGE: dict[str, type[Any]] = {cls.__name__: cls for cls in DTO_TYPES}
+
+
+# -- encoding -----------------------------------------------------------------------------------
+
+
+def message_class(dto_type: type[Any]) -> type[Message]:
+    """The generated message class for a DTO class."""
+    if dto_type not in _PLANS:
+        raise StratamemError(ErrorCode.INVALID_ARGUMENT, f"{dto_type!r} is not a Stratamem DTO")
+    return _MESSAGES[dto_type.__name__]
+
+
+def _fill(msg: Any, dto: Any) -> None:
+    for p in _PLANS[type(dto)]:
+        value = getattr(dto, p.name)
+        if p.kind == _SCALAR:
+            if value is None and p.optional:
+                continue
+            setattr(msg, p.wire, value)
+        elif p.kind == _MESSAGE:
+            if value is not None:
+                sub = getattr(msg, p.wire)
+                sub.SetInParent()  # present even when every field is at its default
+                _fill(sub, value)
+        elif p.kind == _REPEATED:
+            getattr(msg, p.wire).extend(value)
+        elif p.kind == _REPEATED_MESSAGE:
+            target = getattr(msg, p.wire)
+            for item in value:
+                _fill(target.add(), item)
+        elif p.kind == _MAP:
+            getattr(msg, p.wire).update(value)
+        elif p.kind == _STRING_LIST:
+            if value is not None:
+                sub = getattr(msg, p.wire)
+                sub.SetInParent()
+                sub.values.extend(value)
+        elif p.kind == _JSON_OBJECT:
+            if value:
+                setattr(msg, p.wire, encode_json(dict(value)))
+        elif value is not None:  # any-valued JSON: None travels as unset / ""
+            setattr(msg, p.wire, encode_json(value))
+
+
+def to_proto(dto: Any) -> Message:
+    """The ``stratamem.v1`` message for a DTO; bad values raise ``invalid_argument``."""
+    msg_cls = message_class(type(dto))
+    msg = msg_cls()
+    try:
+        _fill(msg, dto)
+    except StratamemError:
+        raise
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"cannot encode {type(dto).__name__}: {exc}",
+            {"dto": type(dto).__name__},
+        ) from exc
+    return msg
+
+
+# -- decoding -----------------------------------------------------------------------------------
+
+
+def _read(msg: Any, cls: type[Any]) -> Any:
+    kwargs: dict[str, Any] = {}
+    for p in _PLANS[cls]:
+        if p.kind == _SCALAR:
+            if p.optional and not msg.HasField(p.wire):
+                kwargs[p.name] = None
+            else:
+                kwargs[p.name] = getattr(msg, p.wire)
+        elif p.kind == _MESSAGE:
+            assert p.item is not None
+            if msg.HasField(p.wire):
+                kwargs[p.name] = _read(getattr(msg, p.wire), p.item)
+            elif p.optional:
+                kwargs[p.name] = None
+            elif not p.has_default:
+                raise StratamemError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{cls.__name__}.{p.name} is required",
+                    {"field": p.wire},
+                )
+        elif p.kind == _REPEATED:
+            kwargs[p.name] = tuple(getattr(msg, p.wire))
+        elif p.kind == _REPEATED_MESSAGE:
+            assert p.item is not None
+            item = p.item
+            kwargs[p.name] = tuple(_read(m, item) for m in getattr(msg, p.wire))
+        elif p.kind == _MAP:
+            kwargs[p.name] = dict(getattr(msg, p.wire))
+        elif p.kind == _STRING_LIST:
+            kwargs[p.name] = tuple(getattr(msg, p.wire).values) if msg.HasField(p.wire) else None
+        elif p.kind == _JSON_OBJECT:
+            text = getattr(msg, p.wire)
+            value = decode_json(text) if text else {}
+            if not isinstance(value, dict):
+                raise StratamemError(
+                    ErrorCode.PROTOCOL_ERROR,
+                    f"{cls.__name__}.{p.wire} must be a JSON object",
+                    {"field": p.wire},
+                )
+            kwargs[p.name] = value
+        else:
+            text = getattr(msg, p.wire)
+            kwargs[p.name] = decode_json(text) if text else None
+    return cls(**kwargs)
+
+
+def from_proto(msg: Message) -> Any:
+    """The DTO for a ``stratamem.v1`` message (by message type)."""
+    cls = _DTO_BY_MESSAGE.get(msg.DESCRIPTOR.name)
+    if cls is None or msg.DESCRIPTOR.full_name != f"stratamem.v1.{cls.__name__}":
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT, f"{msg.DESCRIPTOR.full_name} has no Stratamem DTO"
+        )
+    return _read(msg, cls)
+
+
+def decode(msg: Message, cls: type[T]) -> T:
+    """Typed :func:`from_proto`: decode ``msg`` and check it is a ``cls``."""
+    value = from_proto(msg)
+    if not isinstance(value, cls):
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{msg.DESCRIPTOR.full_name} does not decode to {cls.__name__}",
+        )
+    return value
+
+
+def to_bytes(dto: Any) -> bytes:
+    """Serialized message bytes of a DTO."""
+    data: bytes = to_proto(dto).SerializeToString()
+    return data
+
+
+def from_bytes(cls: type[T], data: bytes) -> T:
+    """Parse bytes of ``cls``'s message into a DTO; malformed bytes are a ``protocol_error``."""
+    msg = message_class(cls)()
+    try:
+        msg.ParseFromString(data)
+    except DecodeError as exc:
+        raise StratamemError(ErrorCode.PROTOCOL_ERROR, f"malformed {cls.__name__}: {exc}") from exc
+    return decode(msg, cls)
