@@ -1,0 +1,442 @@
+"""``RemoteCore``: the ``MemoryCore`` protocol over gRPC, plus a thread-safe blocking facade.
+
+Errors come back as the same ``StratamemError`` (the code travels in trailing metadata); in-flight
+calls per channel are capped (≥2,000 in flight on one channel makes gRPC cancel calls); a call that
+finds the server unreachable is retried within a reconnect window (it was never delivered).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+import grpc
+
+from stratamem.contract import codec
+from stratamem.contract.dtos import (
+    Episode,
+    Event,
+    Feedback,
+    FeedbackInput,
+    FlushResult,
+    Health,
+    ListQuery,
+    Namespace,
+    Policy,
+    RetrievalQuery,
+    RetrievalResult,
+    Skill,
+    SkillGetOptions,
+    SubagentOutcome,
+    ToolOutcome,
+    Trace,
+    TracePatch,
+    TurnEndAck,
+    TurnInput,
+    TurnResult,
+    TurnRoute,
+    WorldModel,
+)
+from stratamem.contract.errors import (
+    ERROR_CODE_METADATA_KEY,
+    ERROR_DETAILS_METADATA_KEY,
+    ErrorCode,
+    StratamemError,
+    code_for_status,
+)
+from stratamem.v1 import memory_pb2 as m
+from stratamem.v1 import memory_pb2_grpc
+
+T = TypeVar("T")
+
+#: Default cap on concurrent RPCs per channel.
+DEFAULT_MAX_IN_FLIGHT = 100
+#: How long a call keeps retrying while the server is unreachable (restart, not yet listening).
+DEFAULT_RECONNECT_S = 5.0
+#: Extra time the transport deadline allows beyond a request's own ``deadline_at`` so the server can
+#: answer with its safe cut-off instead of the call dying in transit.
+DEADLINE_GRACE_S = 0.5
+_MAX_BYTES = 16 * 1024 * 1024
+
+CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.max_receive_message_length", _MAX_BYTES),
+    ("grpc.max_send_message_length", _MAX_BYTES),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.enable_retries", 0),
+]
+
+
+def error_from_rpc(exc: grpc.aio.AioRpcError) -> StratamemError:
+    """The ``StratamemError`` a failed call stands for (same stable code as on the server)."""
+    trailers = {k: v for k, v in (exc.trailing_metadata() or ()) if isinstance(v, str)}
+    raw_code = trailers.get(ERROR_CODE_METADATA_KEY)
+    details: dict[str, Any] = {}
+    if ERROR_DETAILS_METADATA_KEY in trailers:
+        try:
+            loaded = json.loads(trailers[ERROR_DETAILS_METADATA_KEY])
+            details = loaded if isinstance(loaded, dict) else {}
+        except ValueError:
+            details = {}
+    try:
+        code = ErrorCode(raw_code) if raw_code else code_for_status(exc.code())
+    except ValueError:
+        code = code_for_status(exc.code())
+    return StratamemError(code, exc.details() or exc.code().name, details)
+
+
+def _ns_field(namespace: Namespace | None) -> dict[str, Any]:
+    return {"namespace": codec.to_proto(namespace)} if namespace is not None else {}
+
+
+class RemoteCore:
+    """``MemoryCore`` over a gRPC channel (``unix:/path`` or ``host:port``). Use from one event loop."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        root_certificates: bytes | None = None,
+        tls: bool = False,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        reconnect_s: float = DEFAULT_RECONNECT_S,
+    ) -> None:
+        self.target = target
+        self._metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {token}"),) if token else ()
+        )
+        if tls or root_certificates is not None:
+            creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+            self._channel = grpc.aio.secure_channel(target, creds, options=CHANNEL_OPTIONS)
+        else:
+            self._channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
+        self.max_in_flight = max_in_flight
+        self._sem = asyncio.Semaphore(max_in_flight)
+        self.reconnect_s = reconnect_s
+        self.epoch: str | None = None
+        self._closed = False
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        return self._channel
+
+    async def __aenter__(self) -> RemoteCore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # ------------------------------------------------------------------ plumbing
+    async def _call(self, method: str, request: Any, deadline_s: float | None = None) -> Any:
+        if self._closed:
+            raise StratamemError(ErrorCode.ALREADY_SHUT_DOWN, "this RemoteCore has been shut down")
+        fn = getattr(self._stub, method)
+        give_up = time.monotonic() + self.reconnect_s
+        delay = 0.05
+        async with self._sem:
+            while True:
+                try:
+                    return await fn(request, metadata=self._metadata, timeout=deadline_s)
+                except grpc.aio.AioRpcError as exc:
+                    unreachable = exc.code() == grpc.StatusCode.UNAVAILABLE and not (
+                        exc.trailing_metadata() or ()
+                    )
+                    if unreachable and time.monotonic() + delay < give_up:
+                        await asyncio.sleep(delay)
+                        delay = min(delay * 2, 0.5)
+                        continue
+                    raise error_from_rpc(exc) from None
+
+    @staticmethod
+    def _timeout_for(deadline_at: int | None) -> float | None:
+        if deadline_at is None:
+            return None
+        return max(0.001, (deadline_at - time.time() * 1000) / 1000) + DEADLINE_GRACE_S
+
+    # ------------------------------------------------------------------ lifecycle
+    async def health(self) -> Health:
+        return codec.decode(await self._call("Health", m.HealthRequest()), Health)
+
+    async def flush(self, timeout_s: float | None = None) -> FlushResult:
+        req = m.FlushRequest() if timeout_s is None else m.FlushRequest(timeout_s=timeout_s)
+        timeout = None if timeout_s is None else timeout_s + 5.0
+        return codec.decode(await self._call("Flush", req, timeout), FlushResult)
+
+    async def shutdown(self) -> None:
+        """Close the channel (the server and its core keep running for other clients)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._channel.close()
+
+    # ------------------------------------------------------------------ sessions / episodes
+    async def open_session(
+        self,
+        agent: str,
+        session_id: str | None = None,
+        namespace: Namespace | None = None,
+        meta: dict[str, object] | None = None,
+    ) -> str:
+        req = m.OpenSessionRequest(
+            agent=agent, meta_json=codec.encode_json(meta) if meta else "", **_ns_field(namespace)
+        )
+        if session_id is not None:
+            req.session_id = session_id
+        resp = await self._call("OpenSession", req)
+        return str(resp.session_id)
+
+    async def close_session(self, session_id: str, reason: str = "client") -> None:
+        await self._call(
+            "CloseSession", m.CloseSessionRequest(session_id=session_id, reason=reason)
+        )
+
+    async def open_episode(
+        self, session_id: str, user_message: str | None = None, episode_id: str | None = None
+    ) -> str:
+        req = m.OpenEpisodeRequest(session_id=session_id)
+        if user_message is not None:
+            req.user_message = user_message
+        if episode_id is not None:
+            req.episode_id = episode_id
+        resp = await self._call("OpenEpisode", req)
+        return str(resp.episode_id)
+
+    async def close_episode(self, episode_id: str) -> None:
+        await self._call("CloseEpisode", m.CloseEpisodeRequest(episode_id=episode_id))
+
+    async def list_episodes(self, query: ListQuery) -> list[Episode]:
+        resp = await self._call("ListEpisodes", codec.to_proto(query))
+        return [codec.decode(x, Episode) for x in resp.episodes]
+
+    async def get_episode(
+        self, episode_id: str, namespace: Namespace | None = None
+    ) -> Episode | None:
+        resp = await self._call(
+            "GetEpisode", m.GetEpisodeRequest(episode_id=episode_id, **_ns_field(namespace))
+        )
+        return codec.decode(resp.episode, Episode) if resp.HasField("episode") else None
+
+    # ------------------------------------------------------------------ per-turn pipeline
+    async def turn_start(self, turn: TurnInput) -> RetrievalResult:
+        resp = await self._call(
+            "TurnStart", codec.to_proto(turn), self._timeout_for(turn.deadline_at)
+        )
+        return codec.decode(resp, RetrievalResult)
+
+    async def prepare_turn(self, turn: TurnInput) -> TurnRoute:
+        return codec.decode(await self._call("PrepareTurn", codec.to_proto(turn)), TurnRoute)
+
+    async def turn_end(self, result: TurnResult) -> TurnEndAck:
+        return codec.decode(await self._call("TurnEnd", codec.to_proto(result)), TurnEndAck)
+
+    async def submit_feedback(self, feedback: FeedbackInput) -> Feedback:
+        return codec.decode(await self._call("SubmitFeedback", codec.to_proto(feedback)), Feedback)
+
+    async def record_tool_outcome(self, outcome: ToolOutcome) -> None:
+        await self._call("RecordToolOutcome", codec.to_proto(outcome))
+
+    async def record_subagent_outcome(self, outcome: SubagentOutcome) -> TurnEndAck:
+        resp = await self._call("RecordSubagentOutcome", codec.to_proto(outcome))
+        return codec.decode(resp, TurnEndAck)
+
+    # ------------------------------------------------------------------ queries
+    async def search(self, query: RetrievalQuery) -> RetrievalResult:
+        resp = await self._call(
+            "Search", codec.to_proto(query), self._timeout_for(query.deadline_at)
+        )
+        return codec.decode(resp, RetrievalResult)
+
+    async def timeline(self, episode_id: str, namespace: Namespace | None = None) -> list[Trace]:
+        resp = await self._call(
+            "Timeline", m.TimelineRequest(episode_id=episode_id, **_ns_field(namespace))
+        )
+        return [codec.decode(x, Trace) for x in resp.traces]
+
+    # ------------------------------------------------------------------ traces
+    async def get_trace(self, trace_id: str, namespace: Namespace | None = None) -> Trace | None:
+        resp = await self._call(
+            "GetTrace", m.GetTraceRequest(trace_id=trace_id, **_ns_field(namespace))
+        )
+        return codec.decode(resp.trace, Trace) if resp.HasField("trace") else None
+
+    async def list_traces(self, query: ListQuery) -> list[Trace]:
+        resp = await self._call("ListTraces", codec.to_proto(query))
+        return [codec.decode(x, Trace) for x in resp.traces]
+
+    async def update_trace(
+        self, trace_id: str, patch: TracePatch, namespace: Namespace | None = None
+    ) -> Trace | None:
+        req = m.UpdateTraceRequest(
+            trace_id=trace_id, patch=codec.to_proto(patch), **_ns_field(namespace)
+        )
+        resp = await self._call("UpdateTrace", req)
+        return codec.decode(resp.trace, Trace) if resp.HasField("trace") else None
+
+    async def delete_traces(
+        self, trace_ids: Sequence[str], namespace: Namespace | None = None
+    ) -> int:
+        req = m.DeleteTracesRequest(trace_ids=list(trace_ids), **_ns_field(namespace))
+        resp = await self._call("DeleteTraces", req)
+        return int(resp.deleted)
+
+    # ------------------------------------------------------------------ policies
+    async def get_policy(self, policy_id: str, namespace: Namespace | None = None) -> Policy | None:
+        resp = await self._call(
+            "GetPolicy", m.GetPolicyRequest(policy_id=policy_id, **_ns_field(namespace))
+        )
+        return codec.decode(resp.policy, Policy) if resp.HasField("policy") else None
+
+    async def list_policies(self, query: ListQuery) -> list[Policy]:
+        resp = await self._call("ListPolicies", codec.to_proto(query))
+        return [codec.decode(x, Policy) for x in resp.policies]
+
+    async def set_policy_status(
+        self, policy_id: str, status: str, namespace: Namespace | None = None
+    ) -> Policy | None:
+        req = m.SetPolicyStatusRequest(policy_id=policy_id, status=status, **_ns_field(namespace))
+        resp = await self._call("SetPolicyStatus", req)
+        return codec.decode(resp.policy, Policy) if resp.HasField("policy") else None
+
+    async def delete_policy(self, policy_id: str, namespace: Namespace | None = None) -> bool:
+        req = m.DeletePolicyRequest(policy_id=policy_id, **_ns_field(namespace))
+        return bool((await self._call("DeletePolicy", req)).deleted)
+
+    # ------------------------------------------------------------------ world models
+    async def get_world_model(
+        self, world_model_id: str, namespace: Namespace | None = None
+    ) -> WorldModel | None:
+        req = m.GetWorldModelRequest(world_model_id=world_model_id, **_ns_field(namespace))
+        resp = await self._call("GetWorldModel", req)
+        return codec.decode(resp.world_model, WorldModel) if resp.HasField("world_model") else None
+
+    async def list_world_models(self, query: ListQuery) -> list[WorldModel]:
+        resp = await self._call("ListWorldModels", codec.to_proto(query))
+        return [codec.decode(x, WorldModel) for x in resp.world_models]
+
+    async def delete_world_model(
+        self, world_model_id: str, namespace: Namespace | None = None
+    ) -> bool:
+        req = m.DeleteWorldModelRequest(world_model_id=world_model_id, **_ns_field(namespace))
+        return bool((await self._call("DeleteWorldModel", req)).deleted)
+
+    # ------------------------------------------------------------------ skills
+    async def get_skill(
+        self,
+        skill_id: str,
+        options: SkillGetOptions | None = None,
+        namespace: Namespace | None = None,
+    ) -> Skill | None:
+        req = m.GetSkillRequest(skill_id=skill_id, **_ns_field(namespace))
+        if options is not None:
+            req.options.CopyFrom(codec.to_proto(options))
+        resp = await self._call("GetSkill", req)
+        return codec.decode(resp.skill, Skill) if resp.HasField("skill") else None
+
+    async def list_skills(self, query: ListQuery) -> list[Skill]:
+        resp = await self._call("ListSkills", codec.to_proto(query))
+        return [codec.decode(x, Skill) for x in resp.skills]
+
+    async def archive_skill(
+        self, skill_id: str, reason: str = "manual", namespace: Namespace | None = None
+    ) -> Skill:
+        req = m.ArchiveSkillRequest(skill_id=skill_id, reason=reason, **_ns_field(namespace))
+        return codec.decode(await self._call("ArchiveSkill", req), Skill)
+
+    async def delete_skill(self, skill_id: str, namespace: Namespace | None = None) -> bool:
+        req = m.DeleteSkillRequest(skill_id=skill_id, **_ns_field(namespace))
+        return bool((await self._call("DeleteSkill", req)).deleted)
+
+    # ------------------------------------------------------------------ events
+    def subscribe_events(
+        self, since_seq: int | None = None, types: Sequence[str] = ()
+    ) -> AsyncIterator[Event]:
+        return self._events(since_seq, types)
+
+    async def _events(self, since_seq: int | None, types: Sequence[str]) -> AsyncIterator[Event]:
+        req = m.SubscribeEventsRequest(types=list(types))
+        if since_seq is not None:
+            req.since_seq = since_seq
+            if self.epoch is not None:
+                req.epoch = self.epoch
+        call = self._stub.SubscribeEvents(req, metadata=self._metadata)
+        try:
+            async for msg in call:
+                event = codec.decode(msg, Event)
+                self.epoch = event.epoch or self.epoch
+                yield event
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_rpc(exc) from None
+        finally:
+            call.cancel()
+
+
+class BlockingRemoteCore:
+    """Synchronous facade over ``RemoteCore`` for threaded hosts: a private event-loop thread.
+
+    Every ``MemoryCore`` method is available with the same name and arguments, returning the result
+    (or raising the same ``StratamemError``); safe to call from any thread.
+    """
+
+    def __init__(self, target: str, **options: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="stratamem-remote", daemon=True
+        )
+        self._thread.start()
+        self.remote: RemoteCore = self._run(self._make(target, options))
+
+    @staticmethod
+    async def _make(target: str, options: dict[str, Any]) -> RemoteCore:
+        return RemoteCore(target, **options)
+
+    def _run(self, coro: Awaitable[T], timeout: float | None = None) -> T:
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+        return fut.result(timeout)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        attr = getattr(self.remote, name)
+        if name.startswith("_") or not callable(attr) or name == "subscribe_events":
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._run(attr(*args, **kwargs))
+
+        return call
+
+    def subscribe_events(
+        self, since_seq: int | None = None, types: Sequence[str] = (), timeout: float | None = None
+    ) -> Iterator[Event]:
+        """Blocking iterator over events (``timeout`` bounds the wait for each one)."""
+        agen = self.remote.subscribe_events(since_seq, types)
+        try:
+            while True:
+                try:
+                    yield self._run(anext(agen), timeout)  # type: ignore[arg-type]
+                except StopAsyncIteration:
+                    return
+        finally:
+            self._run(agen.aclose())  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._run(self.remote.shutdown())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        self._loop.close()
+
+    shutdown = close
+
+    def __enter__(self) -> BlockingRemoteCore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,314 @@
+"""``stratamem.v1.MemoryService``: one handler per ``MemoryCore`` method, decoded with the codec.
+
+Every handler authorizes the namespaces it touches (tokens are namespace-scoped), turns the gRPC
+deadline into the core's absolute ``deadline_at`` for turn start and search, and streams events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import grpc
+
+from stratamem.contract import codec
+from stratamem.contract.dtos import ListQuery, Namespace
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.server.errors import OutOfRange
+from stratamem.core.server.rpc import Call, Wrapper
+from stratamem.v1 import memory_pb2 as m
+from stratamem.v1 import memory_pb2_grpc
+from stratamem.v1 import types_pb2 as t
+
+
+def _ns(msg: Any) -> Namespace | None:
+    return codec.from_proto(msg.namespace) if msg.HasField("namespace") else None  # type: ignore[no-any-return]
+
+
+def _opt(msg: Any, name: str) -> Any:
+    return getattr(msg, name) if msg.HasField(name) else None
+
+
+def _json_object(text: str, field: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT, f"{field} is not valid JSON", {"field": field}
+        ) from exc
+    if not isinstance(value, dict):
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT, f"{field} must be a JSON object", {"field": field}
+        )
+    return value
+
+
+def _decode(msg: Any) -> Any:
+    try:
+        return codec.from_proto(msg)
+    except StratamemError:
+        raise
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"malformed {msg.DESCRIPTOR.name}: {exc}"[:300],
+            {"message": msg.DESCRIPTOR.name},
+        ) from exc
+
+
+async def _owner_of(core: Any, table: str, row_id: str) -> Namespace | None:
+    getter = getattr(core, "_session_row" if table == "sessions" else "_episode_row", None)
+    row = await getter(row_id) if getter is not None else None
+    if row is None:
+        return None
+    return Namespace(agent_kind=row["owner_agent_kind"], profile_id=row["owner_profile_id"])
+
+
+class MemoryServicer:
+    """Handlers bound to one core and one way of identifying callers."""
+
+    def __init__(self, core: Any, wrapper: Wrapper) -> None:
+        self.core = core
+        self.w = wrapper
+
+    # -- access helpers
+    async def _check_row(self, call: Call, table: str, row_id: str) -> None:
+        """Session/episode-addressed calls: a scoped token may only touch rows of its namespaces."""
+        if call.principal.unrestricted:
+            return
+        owner = await _owner_of(self.core, table, row_id)
+        if owner is not None:
+            call.namespace(owner)
+
+    def _list_query(self, req: Any, call: Call) -> ListQuery:
+        q: ListQuery = _decode(req)
+        if not call.principal.unrestricted:
+            if q.include_all_namespaces:
+                raise StratamemError(
+                    ErrorCode.PERMISSION_DENIED, "include_all_namespaces needs the owner"
+                )
+            q = replace(q, namespace=call.namespace(q.namespace))
+        return q
+
+    # -- lifecycle
+    async def Health(self, req: m.HealthRequest, call: Call) -> t.Health:
+        return codec.to_proto(await self.core.health())  # type: ignore[no-any-return]
+
+    async def Flush(self, req: m.FlushRequest, call: Call) -> t.FlushResult:
+        timeout = _opt(req, "timeout_s")
+        if timeout is not None and not 0 <= timeout <= 3600:
+            raise StratamemError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be in [0, 3600]")
+        remaining = call.context.time_remaining()
+        if remaining is not None:
+            timeout = remaining if timeout is None else min(timeout, remaining)
+        return codec.to_proto(await self.core.flush(timeout))  # type: ignore[no-any-return]
+
+    # -- sessions / episodes
+    async def OpenSession(self, req: m.OpenSessionRequest, call: Call) -> m.OpenSessionResponse:
+        ns = _ns(req)
+        if not call.principal.unrestricted:
+            ns = call.namespace(ns or Namespace(agent_kind=req.agent))
+        sid = await self.core.open_session(
+            req.agent, _opt(req, "session_id"), ns, _json_object(req.meta_json, "meta_json")
+        )
+        return m.OpenSessionResponse(session_id=sid)
+
+    async def CloseSession(self, req: m.CloseSessionRequest, call: Call) -> m.CloseSessionResponse:
+        await self._check_row(call, "sessions", req.session_id)
+        await self.core.close_session(req.session_id, req.reason or "client")
+        return m.CloseSessionResponse()
+
+    async def OpenEpisode(self, req: m.OpenEpisodeRequest, call: Call) -> m.OpenEpisodeResponse:
+        await self._check_row(call, "sessions", req.session_id)
+        eid = await self.core.open_episode(
+            req.session_id, _opt(req, "user_message"), _opt(req, "episode_id")
+        )
+        return m.OpenEpisodeResponse(episode_id=eid)
+
+    async def CloseEpisode(self, req: m.CloseEpisodeRequest, call: Call) -> m.CloseEpisodeResponse:
+        await self._check_row(call, "episodes", req.episode_id)
+        await self.core.close_episode(req.episode_id)
+        return m.CloseEpisodeResponse()
+
+    async def ListEpisodes(self, req: t.ListQuery, call: Call) -> m.ListEpisodesResponse:
+        items = await self.core.list_episodes(self._list_query(req, call))
+        return m.ListEpisodesResponse(episodes=[codec.to_proto(x) for x in items])
+
+    async def GetEpisode(self, req: m.GetEpisodeRequest, call: Call) -> m.GetEpisodeResponse:
+        ep = await self.core.get_episode(req.episode_id, call.namespace(_ns(req)))
+        return m.GetEpisodeResponse(episode=codec.to_proto(ep)) if ep else m.GetEpisodeResponse()
+
+    # -- per-turn pipeline
+    def _turn(self, req: Any, call: Call, deadline: bool) -> Any:
+        dto = _decode(req)
+        if not call.principal.unrestricted:
+            dto = replace(
+                dto, namespace=call.namespace(dto.namespace or Namespace(agent_kind=dto.agent))
+            )
+        if deadline:
+            dto = replace(dto, deadline_at=call.deadline_at(dto.deadline_at))
+        return dto
+
+    async def TurnStart(self, req: t.TurnInput, call: Call) -> t.RetrievalResult:
+        return codec.to_proto(await self.core.turn_start(self._turn(req, call, True)))  # type: ignore[no-any-return]
+
+    async def PrepareTurn(self, req: t.TurnInput, call: Call) -> t.TurnRoute:
+        return codec.to_proto(await self.core.prepare_turn(self._turn(req, call, False)))  # type: ignore[no-any-return]
+
+    async def TurnEnd(self, req: t.TurnResult, call: Call) -> t.TurnEndAck:
+        return codec.to_proto(await self.core.turn_end(self._turn(req, call, False)))  # type: ignore[no-any-return]
+
+    async def SubmitFeedback(self, req: t.FeedbackInput, call: Call) -> t.Feedback:
+        dto = _decode(req)
+        if not call.principal.unrestricted:
+            dto = replace(dto, namespace=call.namespace(dto.namespace))
+        return codec.to_proto(await self.core.submit_feedback(dto))  # type: ignore[no-any-return]
+
+    async def RecordToolOutcome(
+        self, req: t.ToolOutcome, call: Call
+    ) -> m.RecordToolOutcomeResponse:
+        dto = _decode(req)
+        await self._check_row(call, "sessions", dto.session_id)
+        await self.core.record_tool_outcome(dto)
+        return m.RecordToolOutcomeResponse()
+
+    async def RecordSubagentOutcome(self, req: t.SubagentOutcome, call: Call) -> t.TurnEndAck:
+        return codec.to_proto(await self.core.record_subagent_outcome(self._turn(req, call, False)))  # type: ignore[no-any-return]
+
+    # -- queries
+    async def Search(self, req: t.RetrievalQuery, call: Call) -> t.RetrievalResult:
+        return codec.to_proto(await self.core.search(self._turn(req, call, True)))  # type: ignore[no-any-return]
+
+    async def Timeline(self, req: m.TimelineRequest, call: Call) -> m.TimelineResponse:
+        items = await self.core.timeline(req.episode_id, call.namespace(_ns(req)))
+        return m.TimelineResponse(traces=[codec.to_proto(x) for x in items])
+
+    # -- traces
+    async def GetTrace(self, req: m.GetTraceRequest, call: Call) -> m.GetTraceResponse:
+        tr = await self.core.get_trace(req.trace_id, call.namespace(_ns(req)))
+        return m.GetTraceResponse(trace=codec.to_proto(tr)) if tr else m.GetTraceResponse()
+
+    async def ListTraces(self, req: t.ListQuery, call: Call) -> m.ListTracesResponse:
+        items = await self.core.list_traces(self._list_query(req, call))
+        return m.ListTracesResponse(traces=[codec.to_proto(x) for x in items])
+
+    async def UpdateTrace(self, req: m.UpdateTraceRequest, call: Call) -> m.UpdateTraceResponse:
+        patch = _decode(req.patch)
+        tr = await self.core.update_trace(req.trace_id, patch, call.namespace(_ns(req)))
+        return m.UpdateTraceResponse(trace=codec.to_proto(tr)) if tr else m.UpdateTraceResponse()
+
+    async def DeleteTraces(self, req: m.DeleteTracesRequest, call: Call) -> m.DeleteTracesResponse:
+        n = await self.core.delete_traces(list(req.trace_ids), call.namespace(_ns(req)))
+        return m.DeleteTracesResponse(deleted=n)
+
+    # -- policies
+    async def GetPolicy(self, req: m.GetPolicyRequest, call: Call) -> m.GetPolicyResponse:
+        p = await self.core.get_policy(req.policy_id, call.namespace(_ns(req)))
+        return m.GetPolicyResponse(policy=codec.to_proto(p)) if p else m.GetPolicyResponse()
+
+    async def ListPolicies(self, req: t.ListQuery, call: Call) -> m.ListPoliciesResponse:
+        items = await self.core.list_policies(self._list_query(req, call))
+        return m.ListPoliciesResponse(policies=[codec.to_proto(x) for x in items])
+
+    async def SetPolicyStatus(
+        self, req: m.SetPolicyStatusRequest, call: Call
+    ) -> m.SetPolicyStatusResponse:
+        p = await self.core.set_policy_status(req.policy_id, req.status, call.namespace(_ns(req)))
+        return (
+            m.SetPolicyStatusResponse(policy=codec.to_proto(p))
+            if p
+            else m.SetPolicyStatusResponse()
+        )
+
+    async def DeletePolicy(self, req: m.DeletePolicyRequest, call: Call) -> m.DeleteResponse:
+        ok = await self.core.delete_policy(req.policy_id, call.namespace(_ns(req)))
+        return m.DeleteResponse(deleted=ok)
+
+    # -- world models
+    async def GetWorldModel(
+        self, req: m.GetWorldModelRequest, call: Call
+    ) -> m.GetWorldModelResponse:
+        wm = await self.core.get_world_model(req.world_model_id, call.namespace(_ns(req)))
+        return (
+            m.GetWorldModelResponse(world_model=codec.to_proto(wm))
+            if wm
+            else m.GetWorldModelResponse()
+        )
+
+    async def ListWorldModels(self, req: t.ListQuery, call: Call) -> m.ListWorldModelsResponse:
+        items = await self.core.list_world_models(self._list_query(req, call))
+        return m.ListWorldModelsResponse(world_models=[codec.to_proto(x) for x in items])
+
+    async def DeleteWorldModel(
+        self, req: m.DeleteWorldModelRequest, call: Call
+    ) -> m.DeleteResponse:
+        ok = await self.core.delete_world_model(req.world_model_id, call.namespace(_ns(req)))
+        return m.DeleteResponse(deleted=ok)
+
+    # -- skills
+    async def GetSkill(self, req: m.GetSkillRequest, call: Call) -> m.GetSkillResponse:
+        options = _decode(req.options) if req.HasField("options") else None
+        sk = await self.core.get_skill(req.skill_id, options, call.namespace(_ns(req)))
+        return m.GetSkillResponse(skill=codec.to_proto(sk)) if sk else m.GetSkillResponse()
+
+    async def ListSkills(self, req: t.ListQuery, call: Call) -> m.ListSkillsResponse:
+        items = await self.core.list_skills(self._list_query(req, call))
+        return m.ListSkillsResponse(skills=[codec.to_proto(x) for x in items])
+
+    async def ArchiveSkill(self, req: m.ArchiveSkillRequest, call: Call) -> t.Skill:
+        sk = await self.core.archive_skill(
+            req.skill_id, req.reason or "manual", call.namespace(_ns(req))
+        )
+        return codec.to_proto(sk)  # type: ignore[no-any-return]
+
+    async def DeleteSkill(self, req: m.DeleteSkillRequest, call: Call) -> m.DeleteResponse:
+        ok = await self.core.delete_skill(req.skill_id, call.namespace(_ns(req)))
+        return m.DeleteResponse(deleted=ok)
+
+    # -- events
+    async def SubscribeEvents(
+        self, req: m.SubscribeEventsRequest, call: Call
+    ) -> AsyncIterator[t.Event]:
+        call.require_unrestricted("the event stream")
+        since = _opt(req, "since_seq")
+        bus = getattr(self.core, "bus", None)
+        if since is not None and bus is not None:
+            epoch = _opt(req, "epoch")
+            if epoch is not None and epoch != bus.epoch:
+                raise OutOfRange(
+                    f"epoch {epoch!r} is not the server's current epoch; resubscribe without a seq",
+                    {"epoch": bus.epoch, "requested_epoch": epoch},
+                )
+            newest = bus.recent()[-1].seq if bus.recent() else 0
+            if since < 0 or since > newest or (since and since < bus.oldest_seq() - 1):
+                raise OutOfRange(
+                    f"seq {since} cannot be resumed (buffered {bus.oldest_seq()}..{newest})",
+                    {"epoch": bus.epoch, "oldest_seq": bus.oldest_seq(), "newest_seq": newest},
+                )
+        stream = self.core.subscribe_events(since, tuple(req.types))
+        async for event in stream:
+            yield codec.to_proto(event)
+
+    # -- registration
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        handlers = {}
+        for name in memory_pb2_grpc.MemoryServiceServicer.__dict__:
+            if name.startswith("_"):
+                continue
+            fn = getattr(self, name)
+            method = f"MemoryService/{name}"
+            handlers[name] = (
+                self.w.stream(method, fn) if name == "SubscribeEvents" else self.w.unary(method, fn)
+            )
+        memory_pb2_grpc.add_MemoryServiceServicer_to_server(_Bound(handlers), server)
+
+
+class _Bound:
+    """A servicer object whose attributes are the wrapped handlers (for the generated adder)."""
+
+    def __init__(self, handlers: dict[str, Any]) -> None:
+        self.__dict__.update(handlers)
