@@ -26,6 +26,7 @@ from stratamem.contract.dtos import (
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.hermes import bridge as bridges
 from stratamem.hermes import tools
+from stratamem.hermes.host_logging import use_host_logging
 from stratamem.hermes.messages import extract_turn
 from stratamem.hermes.settings import (
     CONFIG_SCHEMA,
@@ -61,6 +62,7 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
     """Thread-safe: the turn thread, the prefetch thread and the sync worker may call at once."""
 
     def __init__(self, *, opener: bridges.Opener | None = None, **_: Any) -> None:
+        use_host_logging()
         self._opener = opener
         self._lock = threading.RLock()
         self._ledger = TurnLedger()
@@ -147,12 +149,14 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
         return settings.prefetch_budget_s if settings else 6.0
 
     def _hints(self) -> dict[str, Any]:
-        hints: dict[str, Any] = {"host": AGENT, "platform": self._platform}
-        if self._visible_start_ms is not None:
-            # after compression only messages since then are visible; older turns may be recalled
-            hints["visibleContextKnown"] = True
-            hints["visibleContextStartTs"] = self._visible_start_ms
-        return hints
+        # Hermes keeps the whole session in the prompt (a resumed session too), so everything this
+        # session stored is visible; after a compression only what came later is.
+        return {
+            "host": AGENT,
+            "platform": self._platform,
+            "visibleContextKnown": True,
+            "visibleContextStartTs": self._visible_start_ms or 0,
+        }
 
     def prefetch(self, query: str, *, session_id: str = "", **kwargs: Any) -> str:
         """Composite turn start within start + budget − 0.25 s; rendered context, or ``""``."""
