@@ -18,6 +18,7 @@ from stratamem.contract.codec import (
     DTO_TYPES,
     decode,
     decode_json,
+    encode,
     encode_json,
     from_bytes,
     from_proto,
@@ -167,7 +168,7 @@ def test_dto_round_trips_through_message_bytes(cls: type[Any], data: st.DataObje
     assert type(back) is cls
     assert back == dto
     assert from_bytes(cls, to_bytes(dto)) == dto
-    assert decode(to_proto(back), cls) == dto
+    assert decode(encode(back, message_class(cls)), cls) == dto
 
 
 @pytest.mark.parametrize("cls", MESSAGE_CLASSES, ids=[c.DESCRIPTOR.name for c in MESSAGE_CLASSES])
@@ -263,3 +264,7 @@ def test_request_messages_are_not_dtos() -> None:
         from_proto(memory_pb2.GetTraceRequest(trace_id="t"))
     with pytest.raises(StratamemError):
         to_proto(object())
+    with pytest.raises(StratamemError):
+        encode(
+            dtos.Trace(id="t", episode_id="e", session_id="s", ts=0, turn_id=0), types_pb2.Policy
+        )

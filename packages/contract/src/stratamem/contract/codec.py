@@ -23,6 +23,7 @@ __all__ = [
     "DTO_TYPES",
     "decode",
     "decode_json",
+    "encode",
     "encode_json",
     "from_bytes",
     "from_proto",
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=Message)
 
 #: Every DTO class that has a wire message (all dataclasses of :mod:`stratamem.contract.dtos`).
 DTO_TYPES: tuple[type[Any], ...] = tuple(
@@ -183,6 +185,17 @@ def _fill(msg: Any, dto: Any) -> None:
                 setattr(msg, p.wire, encode_json(dict(value)))
         elif value is not None:  # any-valued JSON: None travels as unset / ""
             setattr(msg, p.wire, encode_json(value))
+
+
+def encode(dto: Any, msg_type: type[M]) -> M:
+    """Typed :func:`to_proto`: encode ``dto`` and check it gives a ``msg_type`` message."""
+    msg = to_proto(dto)
+    if not isinstance(msg, msg_type):
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{type(dto).__name__} does not encode to {msg_type.__name__}",
+        )
+    return msg
 
 
 def to_proto(dto: Any) -> Message:
