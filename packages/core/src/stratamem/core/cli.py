@@ -15,20 +15,11 @@ Command = tuple[
 ]
 
 
-def _configure_serve(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--listen", action="append", default=[], help="unix:PATH or HOST:PORT")
-
-
-def _run_serve(args: argparse.Namespace) -> int:
-    print(
-        "stratamem serve: the memory service is not built yet (core engine and gRPC service issues).",
-        file=sys.stderr,
-    )
-    return 2
-
-
 def builtin_commands() -> list[Command]:
-    return [("serve", "run the memory service for a home", _configure_serve, _run_serve)]
+    """The core's own commands (the serve/health pair lives in ``stratamem.core.server``)."""
+    from stratamem.core.server.command import commands
+
+    return [tuple(c) for c in commands()]  # type: ignore[misc]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +42,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _console_logging() -> None:
+    """CLI default: logs on stderr (results own stdout), level from ``$STRATAMEM_LOG_LEVEL``."""
+    import logging
+    import os
+
+    import structlog
+
+    level = getattr(logging, os.environ.get("STRATAMEM_LOG_LEVEL", "WARNING").upper(), 30)
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _console_logging()
     parser = build_parser()
     args = parser.parse_args(argv)
     run: Any = getattr(args, "_run", None)

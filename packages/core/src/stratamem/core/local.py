@@ -1586,17 +1586,18 @@ async def open_core(
     embedder: Any = None,
     host: str | None = None,
     **config_overrides: Any,
-) -> AsyncIterator[LocalCore]:
+) -> AsyncIterator[Any]:
     """Open (and own) a home: lock, config, SQLite, LanceDB, journal replay; shut down on exit.
 
+    The owner also serves the home on its Unix socket; when another process owns the home, this
+    yields a ``RemoteCore`` connected to that owner instead (``stratamem.core.server.connect``).
     ``embedder`` lets a caller share one already-loaded embedder between cores (tests, servers).
     Config overrides use dotted or double-underscore keys (``retrieval__tier2_top_k=7``).
     """
-    core = await open_local_core(home, embedder=embedder, host=host, **config_overrides)
-    try:
+    from stratamem.core.server.connect import open_or_connect
+
+    async with open_or_connect(home, embedder=embedder, host=host, **config_overrides) as core:
         yield core
-    finally:
-        await core.shutdown()
 
 
 async def open_local_core(

@@ -29,7 +29,7 @@ from stratamem.core.server.auth import (
     Principal,
     normalise_tokens,
 )
-from stratamem.core.server.host_llm import HostLlmBroker, add_host_llm
+from stratamem.core.server.host_llm import HostLlmBroker, add_host_llm, register_provider
 from stratamem.core.server.limits import TRANSPORT_OPTIONS
 from stratamem.core.server.memory_service import MemoryServicer
 from stratamem.core.server.rpc import Wrapper
@@ -126,6 +126,7 @@ class Service:
         self.socket_path: Path | None = None
         self.tcp_address: str | None = None
         self.serve_json = sockets.run_dir(self.home) / SERVE_JSON
+        self._unregister_llm: Any = None
 
     # ------------------------------------------------------------------ building
     def _server(self, principal_of: Any, interceptors: list[Any]) -> grpc.aio.Server:
@@ -221,6 +222,7 @@ class Service:
             self.tcp_address = target.rsplit(":", 1)[0] + f":{bound}"
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._unregister_llm = register_provider(self.broker)
         lock = getattr(self.core, "lock", None)
         if lock is not None and hasattr(lock, "set_socket"):
             lock.set_socket(str(sock))
@@ -251,6 +253,9 @@ class Service:
             await self.health.enter_graceful_shutdown()
         await asyncio.gather(*(s.stop(grace) for s in self.servers), return_exceptions=True)
         self.servers.clear()
+        if self._unregister_llm is not None:
+            self._unregister_llm()
+            self._unregister_llm = None
         with contextlib.suppress(FileNotFoundError):
             self.serve_json.unlink()
         if self.socket_path is not None:

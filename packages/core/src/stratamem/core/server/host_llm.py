@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,18 +165,11 @@ class HostLlmBroker:
             _log.info("host_llm.disconnected", host=host.host)
 
 
-def _register_provider(broker: HostLlmBroker) -> None:
-    """Expose the broker as the core's ``host`` LLM provider when the registry offers a slot."""
-    try:
-        from stratamem.core import llm
-    except ImportError:  # pragma: no cover - llm is part of core
-        return
-    for name in ("set_host_transport", "register_host_transport", "set_host_llm"):
-        setter = getattr(llm, name, None)
-        if callable(setter):
-            setter(broker)
-            return
-    llm.HOST_BROKER = broker  # type: ignore[attr-defined]
+def register_provider(broker: HostLlmBroker) -> Callable[[], None]:
+    """Make the broker the core's ``host`` LLM transport; returns the function that undoes it."""
+    from stratamem.core.llm.host import set_host_transport
+
+    return set_host_transport(broker, name="grpc")
 
 
 def add_host_llm(server: grpc.aio.Server, broker: HostLlmBroker, wrapper: Wrapper) -> None:
@@ -208,4 +201,3 @@ def add_host_llm(server: grpc.aio.Server, broker: HostLlmBroker, wrapper: Wrappe
         Connect = staticmethod(guarded)
 
     host_llm_pb2_grpc.add_HostLlmServicer_to_server(_Servicer(), server)
-    _register_provider(broker)

@@ -1,0 +1,95 @@
+"""``stratamem serve``: run a home's gRPC service until SIGTERM/SIGINT, then drain and exit.
+
+Exit codes: 0 clean stop (SIGTERM/SIGINT drain), 2 bad usage/config, 3 the home has another owner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from typing import Any
+
+from stratamem.contract.errors import ErrorCode, StratamemError
+
+EXIT_OWNED = 3
+
+
+def configure_serve(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", default=argparse.SUPPRESS, help="runtime home to serve")
+    parser.add_argument(
+        "--listen",
+        action="append",
+        default=[],
+        help="unix:PATH (the owner socket) or HOST:PORT (TCP; :0 picks a free port); repeatable",
+    )
+    parser.add_argument("--token", default=None, help="bearer token every TCP call must present")
+    parser.add_argument("--tls-cert", default=None, help="PEM certificate for TCP")
+    parser.add_argument("--tls-key", default=None, help="PEM private key for TCP")
+    parser.add_argument("--tls-client-ca", default=None, help="PEM CA bundle: require client certs")
+    parser.add_argument(
+        "--drain-timeout", type=float, default=10.0, help="seconds to finish in-flight calls"
+    )
+
+
+async def serve(args: argparse.Namespace) -> int:
+    from stratamem.core.home import resolve_home
+    from stratamem.core.local import open_local_core
+    from stratamem.core.server.app import ServeOptions, Service
+
+    home = resolve_home(getattr(args, "home", None))
+    try:
+        core = await open_local_core(home)
+    except StratamemError as err:
+        if err.code == ErrorCode.HOME_LOCKED:
+            pid = err.details.get("pid", "unknown")
+            sock = err.details.get("socket")
+            print(
+                f"stratamem serve: {home} is already served by process {pid}"
+                + (f" on {sock}" if sock else ""),
+                file=sys.stderr,
+            )
+            return EXIT_OWNED
+        raise
+    opts = ServeOptions(
+        listen=list(args.listen),
+        token=args.token,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_client_ca=args.tls_client_ca,
+        drain_s=float(args.drain_timeout),
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    service = Service(core, opts)
+    try:
+        try:
+            await service.start()
+        except StratamemError:
+            await service.stop(0)
+            raise
+        info = {"socket": str(service.socket_path), "tcp": service.tcp_address}
+        print(json.dumps({"ready": True, **info}), flush=True)
+        await stop.wait()
+        await service.stop()
+    finally:
+        await core.shutdown()
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(serve(args))
+    except StratamemError as err:
+        print(f"stratamem serve: {err}", file=sys.stderr)
+        return 2
+
+
+def commands() -> list[tuple[Any, ...]]:
+    return [
+        ("serve", "run the memory service for a home (gRPC)", configure_serve, run_serve),
+    ]
