@@ -1,0 +1,1 @@
+"""Generated gRPC code of the DSH host service."""

@@ -1,0 +1,1 @@
+"""Generated gRPC code of ``stratamem.dsh.v1`` (the DSH host service)."""
