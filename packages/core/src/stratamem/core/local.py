@@ -1297,13 +1297,20 @@ class LocalCore:
     async def _trace_rows(
         self, ids: Sequence[str], ns: Namespace, all_ns: bool = False
     ) -> dict[str, dict[str, Any]]:
-        """Applied rows from LanceDB plus still-pending journal rows, visible to ``ns`` only."""
+        """Applied rows from LanceDB plus still-pending journal rows, visible to ``ns`` only.
+
+        Pending rows are snapshotted *before* LanceDB is read: a row applied while the read runs is
+        then in one of the two (never in neither)."""
+        wanted = set(ids)
+        pend = [
+            r
+            for r in self.journal.pending_rows("trace")
+            if r["id"] in wanted and (all_ns or visible(r, ns))
+        ]
         where = visibility_where(ns, all_namespaces=all_ns)
         found = {r["id"]: r for r in await self.store.get_rows("traces", list(ids), where)}
-        wanted = set(ids)
-        for r in self.journal.pending_rows("trace"):
-            if r["id"] in wanted and r["id"] not in found and (all_ns or visible(r, ns)):
-                found[r["id"]] = r
+        for r in pend:
+            found.setdefault(r["id"], r)
         return found
 
     async def get_trace(self, trace_id: str, namespace: Namespace | None = None) -> Trace | None:
@@ -1340,7 +1347,6 @@ class LocalCore:
             like = _q("%" + query.q.lower().replace("%", "") + "%")
             where.append(f"(lower(summary) LIKE {like} OR lower(user_text) LIKE {like})")
         flt = " AND ".join(where)
-        keys = await self.store.scan("traces", flt, 10**6, columns=["id", "ts"])
         pend = [
             r
             for r in self.journal.pending_rows("trace")
@@ -1352,6 +1358,8 @@ class LocalCore:
                 in ((r.get("summary") or "") + (r.get("user_text") or "")).lower()
             )
         ]
+        # pending first, storage second (see _trace_rows): no row falls between the two reads
+        keys = await self.store.scan("traces", flt, 10**6, columns=["id", "ts"])
         seen = {k["id"] for k in keys}
         allk = [(int(k["ts"]), k["id"]) for k in keys] + [
             (int(r["ts"]), r["id"]) for r in pend if r["id"] not in seen
