@@ -61,7 +61,7 @@ def exact_identifiers(text: str, limit: int = 8) -> list[str]:
     """Long opaque identifiers (ids, hashes, keys): ≥16 chars with a letter and a ``_:-`` or digit."""
     out: list[str] = []
     for tok in _IDENT.findall(unicodedata.normalize("NFKC", text or "")):
-        t = tok.lower()[:128]
+        t = tok.strip(":-_").lower()[:128]
         if len(t) < 16 or not re.search(r"[a-z]", t) or not re.search(r"[_:\-0-9]", t):
             continue
         if t not in out:

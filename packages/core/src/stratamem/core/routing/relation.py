@@ -39,7 +39,7 @@ _R4 = re.compile(
 _R5 = re.compile(
     r"换个.{0,6}?(?:话题|问题|任务|主题|场景)|换下一?个|^\s*下一?个.{0,12}任务|现在(?:帮我)?处理另一个|先放下|忘掉之前"
     r"|\bnew\s+(?:task|question|topic|subject)\b|\bforget\s+(?:that|about\s+it)\b"
-    r"|\bchange\s+(?:of\s+)?(?:topic|subject|task)\b|\bmoving\s+on\b|\bnext\s+(?:task|topic|question)\b",
+    r"|\bchange\s+(?:of\s+|the\s+)?(?:topic|subject|task)\b|\bmoving\s+on\b|\bnext\s+(?:task|topic|question)\b",
     re.I,
 )
 _WORD = re.compile(r"[^\W_]{3,}", re.U)
