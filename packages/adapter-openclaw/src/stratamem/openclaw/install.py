@@ -1,0 +1,222 @@
+"""``stratamem openclaw install|uninstall``: put the JS plugin into ``<openclaw-home>/extensions``,
+install its npm dependencies, and edit ``openclaw.json`` (JSON5, comments kept) so OpenClaw loads
+it in the memory slot with conversation access. Idempotent; reports every change.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import descriptor_pb2
+
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.openclaw.json5edit import Json5Document
+
+PLUGIN_ID = "stratamem"
+PLUGIN_FILES = ("index.js", "openclaw.plugin.json", "package.json")
+DESCRIPTOR_NAME = "proto/openclaw.desc"
+MARKER = ".stratamem-managed"
+
+
+@dataclass
+class Report:
+    openclaw_home: str
+    plugin_dir: str
+    stratamem_home: str
+    dry_run: bool
+    changes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "openclaw_home": self.openclaw_home,
+            "plugin_dir": self.plugin_dir,
+            "stratamem_home": self.stratamem_home,
+            "dry_run": self.dry_run,
+            "changed": bool(self.changes),
+            "changes": list(self.changes),
+        }
+
+
+def openclaw_home_of(explicit: str | os.PathLike[str] | None) -> Path:
+    return Path(explicit or "~/.openclaw").expanduser().absolute()
+
+
+def descriptor_bytes() -> bytes:
+    """The compiled ``stratamem.openclaw.v1`` schema the JS plugin loads (no drift from proto/)."""
+    from stratamem.hosts.openclaw.v1 import openclaw_pb2
+
+    fds = descriptor_pb2.FileDescriptorSet()
+    fdp = fds.file.add()
+    openclaw_pb2.DESCRIPTOR.CopyToProto(fdp)
+    return fds.SerializeToString()
+
+
+def serve_command() -> list[str]:
+    """Absolute argv of ``stratamem serve`` for the interpreter running this install."""
+    script = Path(sys.executable).parent / "stratamem"
+    if script.exists():
+        return [str(script), "serve"]
+    found = shutil.which("stratamem")
+    if found:
+        return [str(Path(found).absolute()), "serve"]
+    return [sys.executable, "-m", "stratamem.core.cli", "serve"]
+
+
+def socket_for(home: Path) -> str:
+    from stratamem.core.server.sockets import socket_path_for
+
+    return str(socket_path_for(home))
+
+
+def plugin_files() -> dict[str, bytes]:
+    root = resources.files("stratamem.openclaw") / "js"
+    files = {name: (root / name).read_bytes() for name in PLUGIN_FILES}
+    files[DESCRIPTOR_NAME] = descriptor_bytes()
+    return files
+
+
+def _config_path(home: Path) -> Path:
+    return home / "openclaw.json"
+
+
+def _read_config(home: Path) -> tuple[Path, Json5Document, str]:
+    path = _config_path(home)
+    try:
+        original = path.read_text(encoding="utf-8") if path.exists() else ""
+    except OSError as exc:
+        raise StratamemError(ErrorCode.READ_FAILED, f"cannot read {path}: {exc}") from exc
+    return path, Json5Document(original), original
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".stratamem-tmp")
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def install(
+    openclaw_home: str | os.PathLike[str] | None = None,
+    *,
+    dry_run: bool = False,
+    run_npm: bool = True,
+    npm: str | None = None,
+) -> Report:
+    home = openclaw_home_of(openclaw_home)
+    plugin_dir = home / "extensions" / PLUGIN_ID
+    st_home = home / "stratamem"
+    report = Report(str(home), str(plugin_dir), str(st_home), dry_run)
+    # plan the config first: a broken openclaw.json stops everything before any write
+    cfg_path, doc, original = _read_config(home)
+    entry = ("plugins", "entries", PLUGIN_ID)
+    edits: list[tuple[str, bool]] = [
+        (
+            "plugins.enabled = true",
+            doc.get("plugins", "enabled") is None and doc.set(("plugins", "enabled"), True),
+        ),
+        (f"plugins.allow += {PLUGIN_ID}", doc.add_to_array(("plugins", "allow"), PLUGIN_ID)),
+        (
+            f"plugins.load.paths += {plugin_dir}",
+            doc.add_to_array(("plugins", "load", "paths"), str(plugin_dir)),
+        ),
+        (f"plugins.slots.memory = {PLUGIN_ID}", doc.set(("plugins", "slots", "memory"), PLUGIN_ID)),
+        (f"{'.'.join(entry)}.enabled = true", doc.set((*entry, "enabled"), True)),
+        (
+            "hooks.allowConversationAccess = true",
+            doc.set((*entry, "hooks", "allowConversationAccess"), True),
+        ),
+        (
+            "hooks.allowPromptInjection = true",
+            doc.set((*entry, "hooks", "allowPromptInjection"), True),
+        ),
+        (f"config.home = {st_home}", doc.set((*entry, "config", "home"), str(st_home))),
+        ("config.socket", doc.set((*entry, "config", "socket"), socket_for(st_home))),
+        ("config.serveCommand", doc.set((*entry, "config", "serveCommand"), serve_command())),
+    ]
+    report.changes += [f"openclaw.json: {what}" for what, changed in edits if changed]
+    files = plugin_files()
+    for rel, data in files.items():
+        target = plugin_dir / rel
+        if not target.exists() or target.read_bytes() != data:
+            report.changes.append(f"write {target}")
+            if not dry_run:
+                _write(target, data)
+    if not dry_run:
+        (plugin_dir / MARKER).touch()
+        st_home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    needs_npm = not (plugin_dir / "node_modules" / "@grpc" / "grpc-js").is_dir() or any(
+        c.endswith("package.json") for c in report.changes
+    )
+    if run_npm and needs_npm:
+        report.changes.append(f"npm install in {plugin_dir}")
+        if not dry_run:
+            _npm_install(plugin_dir, npm)
+    if doc.text != original and not dry_run:
+        if original and not (cfg_path.with_name("openclaw.json.stratamem.bak")).exists():
+            _write(cfg_path.with_name("openclaw.json.stratamem.bak"), original)
+        _write(cfg_path, doc.text)
+    return report
+
+
+def _npm_install(plugin_dir: Path, npm: str | None) -> None:
+    exe = npm or shutil.which("npm")
+    if not exe:
+        raise StratamemError(
+            ErrorCode.CONFIG_MISSING, "npm is not on PATH (needed for the plugin's gRPC client)"
+        )
+    proc = subprocess.run(
+        [exe, "install", "--omit=dev", "--no-audit", "--no-fund", "--no-package-lock"],
+        cwd=plugin_dir,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise StratamemError(
+            ErrorCode.INTERNAL,
+            f"npm install failed in {plugin_dir}: {proc.stderr.strip()[-800:]}",
+            {"returncode": proc.returncode},
+        )
+
+
+def uninstall(
+    openclaw_home: str | os.PathLike[str] | None = None, *, dry_run: bool = False
+) -> Report:
+    home = openclaw_home_of(openclaw_home)
+    plugin_dir = home / "extensions" / PLUGIN_ID
+    report = Report(str(home), str(plugin_dir), str(home / "stratamem"), dry_run)
+    cfg_path, doc, original = _read_config(home)
+    edits = [
+        (f"plugins.allow -= {PLUGIN_ID}", doc.remove_from_array(("plugins", "allow"), PLUGIN_ID)),
+        (
+            "plugins.load.paths -= plugin",
+            doc.remove_from_array(("plugins", "load", "paths"), str(plugin_dir)),
+        ),
+        (f"plugins.entries.{PLUGIN_ID} removed", doc.delete(("plugins", "entries", PLUGIN_ID))),
+    ]
+    if doc.get("plugins", "slots", "memory") == PLUGIN_ID:
+        edits.append(("plugins.slots.memory removed", doc.delete(("plugins", "slots", "memory"))))
+    report.changes += [f"openclaw.json: {what}" for what, changed in edits if changed]
+    if plugin_dir.exists():
+        report.changes.append(f"remove {plugin_dir}")
+        if not dry_run:
+            if not (plugin_dir / MARKER).exists():
+                raise StratamemError(
+                    ErrorCode.CONFLICT,
+                    f"{plugin_dir} was not installed by stratamem; not removing it",
+                )
+            shutil.rmtree(plugin_dir)
+    if doc.text != original and not dry_run:
+        _write(cfg_path, doc.text)
+    return report

@@ -1,0 +1,93 @@
+"""``stratamem openclaw install|uninstall`` against a temp OpenClaw home (npm skipped here; the e2e runs it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stratamem.contract.errors import StratamemError
+from stratamem.core.cli import main
+from stratamem.openclaw.install import install, uninstall
+from stratamem.openclaw.json5edit import parse, to_python
+
+USER = """{
+  // keep me
+  agents: { defaults: { workspace: "/w" } },
+  plugins: { allow: ["x"], slots: { memory: "memory-core" } },
+}
+"""
+
+
+def cfg(home: Path) -> dict:
+    return to_python(parse((home / "openclaw.json").read_text()))
+
+
+def test_install_wires_the_plugin_into_the_memory_slot_and_keeps_user_settings(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "openclaw.json").write_text(USER)
+    report = install(tmp_path, run_npm=False)
+    c = cfg(tmp_path)
+    plugin = tmp_path / "extensions" / "stratamem"
+    assert c["plugins"]["allow"] == ["x", "stratamem"]
+    assert c["plugins"]["load"]["paths"] == [str(plugin)]
+    assert c["plugins"]["slots"]["memory"] == "stratamem"
+    entry = c["plugins"]["entries"]["stratamem"]
+    assert entry["hooks"] == {"allowConversationAccess": True, "allowPromptInjection": True}
+    assert entry["config"]["home"] == str(tmp_path / "stratamem")
+    assert Path(entry["config"]["serveCommand"][0]).is_absolute()
+    assert c["agents"]["defaults"]["workspace"] == "/w"
+    assert "// keep me" in (tmp_path / "openclaw.json").read_text()
+    for name in ("index.js", "openclaw.plugin.json", "package.json", "proto/openclaw.desc"):
+        assert (plugin / name).is_file()
+    manifest = json.loads((plugin / "openclaw.plugin.json").read_text())
+    assert manifest["kind"] == "memory" and len(manifest["contracts"]["tools"]) == 6
+    assert report.changes
+
+
+def test_a_second_install_changes_nothing(tmp_path: Path) -> None:
+    install(tmp_path, run_npm=False)
+    before = (tmp_path / "openclaw.json").read_text()
+    again = install(tmp_path, run_npm=False)
+    assert again.changes == []
+    assert (tmp_path / "openclaw.json").read_text() == before
+
+
+def test_dry_run_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "openclaw.json").write_text(USER)
+    report = install(tmp_path, dry_run=True, run_npm=False)
+    assert report.changes and report.dry_run
+    assert (tmp_path / "openclaw.json").read_text() == USER
+    assert not (tmp_path / "extensions").exists()
+
+
+def test_uninstall_reverses_install(tmp_path: Path) -> None:
+    (tmp_path / "openclaw.json").write_text(USER)
+    install(tmp_path, run_npm=False)
+    uninstall(tmp_path)
+    c = cfg(tmp_path)
+    assert c["plugins"]["allow"] == ["x"]
+    assert "stratamem" not in c["plugins"].get("entries", {})
+    assert c["plugins"]["slots"] == {}
+    assert not (tmp_path / "extensions" / "stratamem").exists()
+    assert "// keep me" in (tmp_path / "openclaw.json").read_text()
+
+
+def test_a_broken_openclaw_json_is_rejected_and_nothing_is_written(tmp_path: Path) -> None:
+    (tmp_path / "openclaw.json").write_text("{ plugins: [ }")
+    with pytest.raises(StratamemError) as err:
+        install(tmp_path, run_npm=False)
+    assert err.value.code.value == "config_invalid"
+    assert (tmp_path / "openclaw.json").read_text() == "{ plugins: [ }"
+    assert not (tmp_path / "extensions").exists()
+
+
+def test_the_cli_subcommand_prints_a_json_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(["openclaw", "install", "--openclaw-home", str(tmp_path), "--skip-npm", "--dry-run"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["action"] == "install" and out["dry_run"] is True
+    assert any("slots.memory" in c for c in out["changes"])
