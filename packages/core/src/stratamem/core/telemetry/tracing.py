@@ -1,12 +1,18 @@
-"""OpenTelemetry spans around pipeline stages and RPCs."""
+"""OpenTelemetry spans around pipeline stages and RPCs; OTLP export only when configured.
+
+Nothing is sent anywhere by default. Each finished span also becomes a ``perf.jsonl`` stage timer.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
+
+_exporters: set[str] = set()
 
 
 def tracer() -> trace.Tracer:
@@ -16,6 +22,75 @@ def tracer() -> trace.Tracer:
 @contextmanager
 def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
     """A span named ``stratamem.<name>``; ``None`` attributes are dropped."""
+    from stratamem.core.telemetry.logs import get_logger, perf_enabled
+
     attrs = {k: v for k, v in attributes.items() if v is not None}
-    with tracer().start_as_current_span(f"stratamem.{name}", attributes=attrs) as s:
-        yield s
+    started = time.perf_counter()
+    error: str | None = None
+    try:
+        with tracer().start_as_current_span(f"stratamem.{name}", attributes=attrs) as s:
+            yield s
+    except BaseException as exc:
+        error = type(exc).__name__
+        raise
+    finally:
+        if perf_enabled():
+            get_logger("perf").info(
+                "stage",
+                stage=name,
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                error=error,
+                **{k: v for k, v in attrs.items() if isinstance(v, (str, int, float, bool))},
+            )
+
+
+def configure_tracing(config: Mapping[str, Any] | None = None, *, embedded: bool = False) -> Any:
+    """Install a ``TracerProvider`` (service.name ``stratamem``) unless one is already set, and add
+    OTLP export when ``telemetry.otlp_endpoint`` is configured (extra ``stratamem-core[otlp]``).
+
+    ``config`` is the whole config or its ``telemetry`` part. Embedded in a host without OTLP, the
+    host's provider (or none) is left alone. Returns the provider in use.
+    """
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    cfg_any = (config or {}).get("telemetry")
+    cfg: Mapping[str, Any] = cfg_any if isinstance(cfg_any, Mapping) else (config or {})
+    endpoint = str(cfg.get("otlp_endpoint") or "").strip()
+    current = trace.get_tracer_provider()
+    if embedded and not endpoint:
+        return current
+    if isinstance(current, TracerProvider):
+        provider = current
+    else:
+        try:
+            from importlib.metadata import version
+
+            core_version = version("stratamem-core")
+        except Exception:  # pragma: no cover - running from a source tree
+            core_version = "0"
+        resource = Resource.create(
+            {
+                "service.name": str(cfg.get("service_name") or "stratamem"),
+                "service.version": core_version,
+            }
+        )
+        provider = TracerProvider(resource=resource)
+        trace.set_tracer_provider(provider)
+        provider = trace.get_tracer_provider()  # type: ignore[assignment]
+    if endpoint and endpoint not in _exporters and isinstance(provider, TracerProvider):
+        try:
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        except ImportError as exc:
+            from stratamem.contract.errors import ErrorCode, StratamemError
+
+            raise StratamemError(
+                ErrorCode.CONFIG_INVALID,
+                "telemetry.otlp_endpoint is set but the OTLP exporter is not installed: "
+                "pip install 'stratamem-core[otlp]'",
+                {"key": "telemetry.otlp_endpoint"},
+            ) from exc
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        _exporters.add(endpoint)
+    return provider

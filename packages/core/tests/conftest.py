@@ -1,0 +1,28 @@
+"""Shared test set-up: one global OpenTelemetry provider per test process, spans kept in memory.
+
+OTel allows ``set_tracer_provider`` once per process, so it happens here; tests clear the exporter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+SPAN_EXPORTER = InMemorySpanExporter()
+_provider = TracerProvider(resource=Resource.create({"service.name": "stratamem-tests"}))
+_provider.add_span_processor(SimpleSpanProcessor(SPAN_EXPORTER))
+trace.set_tracer_provider(_provider)
+
+
+@pytest.fixture
+def span_exporter() -> Iterator[InMemorySpanExporter]:
+    """Finished spans of this test only (children first)."""
+    SPAN_EXPORTER.clear()
+    yield SPAN_EXPORTER
+    SPAN_EXPORTER.clear()
