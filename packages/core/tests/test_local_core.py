@@ -231,3 +231,29 @@ async def test_subagent_outcome_is_captured_with_a_subagent_tool_call(core: Loca
     tr = await core.get_trace(ack.trace_id, NS)
     assert tr is not None and tr.tool_calls[-1].name == "subagent"
     assert isinstance(tr.tool_calls[-1], ToolCall)
+
+
+async def test_turn_start_honours_its_deadline(core: LocalCore) -> None:
+    for i in range(20):
+        await _turn(core, "s", f"fact number {i} about the heron colony", "ok")
+    t0 = time.monotonic()
+    deadline = now() + 300
+    res = await core.turn_start(
+        TurnInput(
+            agent="hermes",
+            session_id="s2",
+            user_text="what about the heron colony?",
+            ts=now(),
+            deadline_at=deadline,
+        )
+    )
+    assert time.monotonic() - t0 < 0.3 + 1.0  # deadline + 1 s, never a speed assertion
+    assert res.query.episode_id
+
+
+async def test_health_reports_mode_counts_and_backlog(core: LocalCore) -> None:
+    await _turn(core, "s", "health check fact", "ok")
+    await core.flush(10)
+    h = await core.health()
+    assert h.ok and h.mode == "lightweight" and h.counts["traces"] == 1 and h.journal_backlog == 0
+    assert h.home == str(core.home)
