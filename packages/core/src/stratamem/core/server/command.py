@@ -1,4 +1,4 @@
-"""``stratamem serve``: run a home's gRPC service until SIGTERM/SIGINT, then drain and exit.
+"""``stratamem serve`` runs a home's gRPC service until SIGTERM/SIGINT; ``stratamem health`` asks it.
 
 Exit codes: 0 clean stop (SIGTERM/SIGINT drain), 2 bad usage/config, 3 the home has another owner.
 """
@@ -89,7 +89,37 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
 
 
+def configure_health(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", default=argparse.SUPPRESS, help="runtime home to ask")
+
+
+async def _health(home: str | None) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from stratamem.core import open_core
+
+    async with open_core(home) as core:  # the owner's socket when a service runs, else in-process
+        return asdict(await core.health())
+
+
+def run_health(args: argparse.Namespace) -> int:
+    """Print the core's health as JSON; exit 0 when healthy, 1 otherwise."""
+    try:
+        data = asyncio.run(_health(getattr(args, "home", None)))
+    except StratamemError as err:
+        print(f"stratamem health: unhealthy: {err}", file=sys.stderr)
+        return 1
+    print(json.dumps(data, default=str))
+    return 0 if data.get("ok") else 1
+
+
 def commands() -> list[tuple[Any, ...]]:
     return [
         ("serve", "run the memory service for a home (gRPC)", configure_serve, run_serve),
+        (
+            "health",
+            "report the core's health as JSON (over the owner's socket when served)",
+            configure_health,
+            run_health,
+        ),
     ]

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import grpc
+from google.protobuf import message_factory
 
 from stratamem.contract import codec
 from stratamem.contract.dtos import ListQuery, Namespace
@@ -19,7 +20,6 @@ from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.server.errors import OutOfRange
 from stratamem.core.server.rpc import Call, Wrapper
 from stratamem.v1 import memory_pb2 as m
-from stratamem.v1 import memory_pb2_grpc
 from stratamem.v1 import types_pb2 as t
 
 
@@ -295,20 +295,29 @@ class MemoryServicer:
 
     # -- registration
     def add_to_server(self, server: grpc.aio.Server) -> None:
-        handlers = {}
-        for name in memory_pb2_grpc.MemoryServiceServicer.__dict__:
-            if name.startswith("_"):
-                continue
-            fn = getattr(self, name)
-            method = f"MemoryService/{name}"
-            handlers[name] = (
-                self.w.stream(method, fn) if name == "SubscribeEvents" else self.w.unary(method, fn)
-            )
-        memory_pb2_grpc.add_MemoryServiceServicer_to_server(_Bound(handlers), server)
+        server.add_generic_rpc_handlers((self.generic_handler(),))
+
+    def generic_handler(self) -> grpc.GenericRpcHandler:
+        """Handlers for every RPC of the service descriptor; requests are parsed by the wrapper."""
+        service = m.DESCRIPTOR.services_by_name["MemoryService"]
+        handlers: dict[str, grpc.RpcMethodHandler] = {}
+        for method in service.methods:
+            fn = getattr(self, method.name)
+            req_cls = message_factory.GetMessageClass(method.input_type)
+            path = f"MemoryService/{method.name}"
+            if method.server_streaming:
+                handlers[method.name] = grpc.unary_stream_rpc_method_handler(
+                    self.w.stream(path, fn, req_cls),
+                    response_serializer=_serialize,
+                )
+            else:
+                handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+                    self.w.unary(path, fn, req_cls),
+                    response_serializer=_serialize,
+                )
+        return grpc.method_handlers_generic_handler(service.full_name, handlers)
 
 
-class _Bound:
-    """A servicer object whose attributes are the wrapped handlers (for the generated adder)."""
-
-    def __init__(self, handlers: dict[str, Any]) -> None:
-        self.__dict__.update(handlers)
+def _serialize(msg: Any) -> bytes:
+    data: bytes = msg.SerializeToString()
+    return data

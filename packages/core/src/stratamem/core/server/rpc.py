@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from stratamem.contract.dtos import Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
@@ -58,6 +58,34 @@ def _code(err: StratamemError) -> str:
     return err.code.value
 
 
+def parse(request_cls: type[Message], data: Any) -> Message:
+    """Requests arrive as raw bytes so that malformed input gets a typed error, not a transport one."""
+    if isinstance(data, Message):
+        return data
+    msg = request_cls()
+    try:
+        msg.ParseFromString(bytes(data))
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise StratamemError(
+            ErrorCode.PROTOCOL_ERROR,
+            f"malformed {request_cls.DESCRIPTOR.name}: {exc}"[:300],
+            {"message": request_cls.DESCRIPTOR.name},
+        ) from exc
+    return msg
+
+
+def raw_request_size_check(data: Any) -> None:
+    from stratamem.core.server.limits import MAX_REQUEST_BYTES
+
+    size = len(data) if isinstance(data, (bytes, bytearray)) else 0
+    if size > MAX_REQUEST_BYTES:
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"request of {size} bytes exceeds the {MAX_REQUEST_BYTES}-byte limit",
+            {"limit": "max_request_bytes", "size": size, "max": MAX_REQUEST_BYTES},
+        )
+
+
 class Wrapper:
     """Builds wrapped handlers bound to how this server identifies callers."""
 
@@ -65,7 +93,10 @@ class Wrapper:
         self.principal_of = principal_of
 
     def unary(
-        self, method: str, fn: Callable[[Any, Call], Awaitable[Message]]
+        self,
+        method: str,
+        fn: Callable[[Any, Call], Awaitable[Message]],
+        request_cls: type[Message] | None = None,
     ) -> Callable[[Any, Any], Awaitable[Message]]:
         async def handler(request: Any, context: Any) -> Message:
             started = time.perf_counter()
@@ -73,6 +104,9 @@ class Wrapper:
             with rpc_span(method, context.invocation_metadata()) as span:
                 try:
                     principal = self.principal_of(context)
+                    if request_cls is not None:
+                        raw_request_size_check(request)
+                        request = parse(request_cls, request)
                     check_request(request)
                     return await fn(request, Call(method, principal, context))
                 except asyncio.CancelledError:
@@ -100,13 +134,19 @@ class Wrapper:
         return handler
 
     def stream(
-        self, method: str, fn: Callable[[Any, Call], AsyncIterator[Message]]
+        self,
+        method: str,
+        fn: Callable[[Any, Call], AsyncIterator[Message]],
+        request_cls: type[Message] | None = None,
     ) -> Callable[[Any, Any], AsyncIterator[Message]]:
         async def handler(request: Any, context: Any) -> AsyncIterator[Message]:
             code = "ok"
             with rpc_span(method, context.invocation_metadata()) as span:
                 try:
                     principal = self.principal_of(context)
+                    if request_cls is not None:
+                        raw_request_size_check(request)
+                        request = parse(request_cls, request)
                     check_request(request)
                     async for item in fn(request, Call(method, principal, context)):
                         yield item
