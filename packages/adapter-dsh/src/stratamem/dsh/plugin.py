@@ -1,3 +1,62 @@
-"""Entry point of the dsh adapter in the ``stratamem`` plugin group."""
+"""Entry point of the dsh adapter in the ``stratamem`` plugin group: ``stratamem dsh`` and the
+DSH host service of ``stratamem serve``. Import-light (no gRPC or core at import).
+"""
 
 from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from stratamem.core.hookspecs import hookimpl
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="dsh_action", metavar="ACTION", required=True)
+    p = sub.add_parser("install", help="print or write the DSH bundle patch adding the plugin row")
+    p.add_argument("--dsh-home", default=None, help="DSH home (default: $DSH_HOME or ~/.dsh)")
+    p.add_argument("--profile", default="default", help="DSH profile to patch")
+    p.add_argument(
+        "--write",
+        default=None,
+        metavar="PATH",
+        help="write the patch to PATH ('-' or absent: print it on stdout)",
+    )
+    p.add_argument("--command", default=None, help="command that starts `stratamem serve`")
+
+
+def run(args: argparse.Namespace) -> int:
+    from stratamem.contract.errors import StratamemError
+    from stratamem.dsh import install
+
+    try:
+        patch = install.bundle_patch(
+            dsh_home=args.dsh_home, profile=args.profile, command=args.command
+        )
+        if args.write and args.write != "-":
+            path = install.write_patch(patch, args.write)
+            print(json.dumps({"action": "install", "written": str(path)}))
+        else:
+            sys.stdout.write(patch)
+    except StratamemError as exc:
+        print(json.dumps({"error": exc.to_dict()}), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_host_service(server: Any, core: Any, context: Any) -> None:
+    from stratamem.dsh.service import add_to_server
+
+    add_to_server(server, core, context)
+
+
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
+    register("dsh", "print or write the DSH bundle patch for the Stratamem plugin", configure, run)
+
+
+@hookimpl
+def register_host_services(register: Callable[..., None]) -> None:
+    register("dsh", _add_host_service)
