@@ -145,3 +145,11 @@ def test_missing_endpoint_is_config_invalid() -> None:
         exc.value.code == ErrorCode.CONFIG_INVALID
         and exc.value.details["key"] == "embedding.endpoint"
     )
+
+
+def test_load_embedder_accepts_the_whole_config(server: StubOpenAIServer) -> None:
+    from stratamem.core.config.defaults import defaults
+
+    cfg = defaults()
+    cfg["embedding"].update(provider="openai_compatible", endpoint=server.url, model="m")
+    assert load_embedder(cfg).name == "openai_compatible"

@@ -207,3 +207,12 @@ def test_load_llm_bad_config_is_config_invalid() -> None:
             }
         )
     assert exc3.value.details["key"] == "llm.max_retries"
+
+
+def test_load_llm_accepts_the_whole_config(server: StubOpenAIServer) -> None:
+    from stratamem.core.config.defaults import defaults
+
+    cfg = defaults()
+    assert load_llm(cfg) is None
+    cfg["llm"].update(provider="openai_compatible", endpoint=server.url, model="m")
+    assert isinstance(load_llm(cfg), HostFallbackLlm)

@@ -20,6 +20,8 @@ def load_embedder(config: Mapping[str, Any] | None = None) -> Embedder:
     """An embedder for the ``embedding`` section (``provider`` defaults to ``local``), cached unless
     ``cache.enabled`` is false. Unknown providers are ``config_invalid``."""
     cfg = dict(config or {})
+    if isinstance(cfg.get("embedding"), Mapping):  # the whole config was passed
+        cfg = dict(cfg["embedding"])
     provider = str(cfg.get("provider") or "local")
     factories = embedder_factories()
     factory = factories.get(provider)

@@ -22,9 +22,12 @@ def llm_factories() -> dict[str, LlmFactory]:
 def load_llm(
     config: Mapping[str, Any] | None = None, *, host_registry: HostLlmRegistry | None = None
 ) -> LlmProvider | None:
-    """``None`` when ``provider`` is empty or ``none``; else the registered provider, wrapped so that a
+    """``config`` is the ``llm`` section (or the whole config). ``None`` when ``provider`` is empty or
+    ``none``; else the registered provider, wrapped so that a
     failure falls back to a connected host when ``fallback_to_host`` (default true)."""
     cfg = dict(config or {})
+    if isinstance(cfg.get("llm"), Mapping):  # the whole config was passed
+        cfg = dict(cfg["llm"])
     provider = str(cfg.get("provider") or "").strip()
     if provider in NO_LLM:
         return None
