@@ -1,0 +1,57 @@
+"""``stratamem doctor``: storage health of a home — rows, fragments, versions, unindexed rows, bytes.
+
+Reads the store directly when no server owns the home; otherwise asks the owner through ``health``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from stratamem.contract.errors import StratamemError
+from stratamem.core.commands.common import opened_core, print_json
+
+NAME = "doctor"
+HELP = "report rows, fragments, versions, unindexed rows, disk bytes per table and journal backlog"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    del parser
+
+
+async def collect(core: Any) -> dict[str, Any]:
+    from stratamem.core import __version__
+
+    health = await core.health()
+    report: dict[str, Any] = {
+        "version": __version__,
+        "home": health.home,
+        "mode": health.mode,
+        "embedder": {"model": health.embedder.model, "dimension": health.embedder.dimension},
+        "journal_backlog": health.journal_backlog,
+        "counts": dict(health.counts),
+    }
+    store = getattr(core, "store", None)
+    if store is not None:  # in-process owner: full table statistics
+        report["tables"] = await store.stats()
+        data = core.home / "data"
+        report["sqlite_bytes"] = sum(p.stat().st_size for p in data.glob("stratamem.db*"))
+    else:
+        report["tables"] = None
+        report["note"] = "a server owns this home; table statistics are available in its process"
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    async def main() -> int:
+        async with opened_core(args) as core:
+            print_json(await collect(core))
+        return 0
+
+    try:
+        return asyncio.run(main())
+    except StratamemError as exc:
+        print(f"stratamem: error [{exc.code.value}] {exc.message}", file=sys.stderr)
+        return 1

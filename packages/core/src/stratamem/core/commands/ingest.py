@@ -1,0 +1,169 @@
+"""``stratamem ingest FILE.jsonl``: replay recorded turns through routing and capture (no retrieval).
+
+One turn per line (snake_case): ``{"session", "user", "assistant", "ts", "tool_calls"?, "namespace"?}``.
+Each line gets a turn key derived from its content, so a re-run skips what was already ingested.
+A bad line is reported with its number and skipped; the exit code is non-zero at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stratamem.contract.dtos import Namespace, ToolCall, TurnInput, TurnResult
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.protocol import MemoryCore
+from stratamem.core.commands.common import CLI_AGENT, namespace_of, run_async
+
+NAME = "ingest"
+HELP = "ingest turns from a JSONL file (routing + capture, idempotent per line)"
+_KEYS = {"session", "user", "assistant", "ts", "tool_calls", "namespace"}
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    number: int
+    key: str
+    turn: TurnInput
+    result: TurnResult
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="JSONL file, one turn per line")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _str(obj: dict[str, Any], key: str, *, required: bool = True) -> str:
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{key!r} must be a string")
+    return value
+
+
+def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ValueError("'tool_calls' must be a list")
+    calls = []
+    for i, c in enumerate(raw):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not c["name"].strip():
+            raise ValueError(f"tool_calls[{i}] needs a non-empty 'name'")
+        err = c.get("error_code")
+        if err is not None and not isinstance(err, str):
+            raise ValueError(f"tool_calls[{i}].error_code must be a string")
+        calls.append(
+            ToolCall(name=c["name"], input=c.get("input"), output=c.get("output"), error_code=err)
+        )
+    return tuple(calls)
+
+
+def _namespace(raw: Any, default: Namespace) -> Namespace:
+    if raw is None:
+        return default
+    if not isinstance(raw, dict) or not isinstance(raw.get("agent_kind"), str):
+        raise ValueError("'namespace' must be {agent_kind, profile_id}")
+    profile = raw.get("profile_id", "default")
+    if not isinstance(profile, str):
+        raise ValueError("'namespace.profile_id' must be a string")
+    return Namespace(agent_kind=raw["agent_kind"], profile_id=profile or "default")
+
+
+def parse_line(number: int, text: str, default_ns: Namespace) -> Line:
+    """One JSONL line to a turn; ``ValueError`` says what is wrong with it."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg}") from None
+    if not isinstance(obj, dict):
+        raise ValueError("a line must be a JSON object")
+    unknown = set(obj) - _KEYS
+    if unknown:
+        raise ValueError(f"unknown keys {sorted(unknown)}")
+    session, user = _str(obj, "session"), _str(obj, "user")
+    assistant = _str(obj, "assistant", required=False)
+    ts = obj.get("ts")
+    if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+        raise ValueError("'ts' must be a non-negative integer (epoch ms)")
+    if not session.strip() or not user.strip():
+        raise ValueError("'session' and 'user' must not be empty")
+    ns = _namespace(obj.get("namespace"), default_ns)
+    key = "ingest:" + hashlib.sha256(text.strip().encode()).hexdigest()[:32]
+    turn = TurnInput(
+        agent=ns.agent_kind or CLI_AGENT,
+        session_id=session,
+        user_text=user,
+        ts=ts,
+        namespace=ns,
+        turn_key=key,
+    )
+    result = TurnResult(
+        agent=turn.agent,
+        session_id=session,
+        agent_text=assistant,
+        ts=ts,
+        namespace=ns,
+        tool_calls=_tool_calls(obj.get("tool_calls")),
+        turn_key=key,
+        user_text=user,
+    )
+    return Line(number, key, turn, result)
+
+
+def _progress(done: int, total: int, enabled: bool) -> None:
+    if not enabled or total == 0:
+        return
+    width = 30
+    filled = width * done // total
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        raw = args.file.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(
+            f"stratamem: error [invalid_argument] cannot read {args.file}: {exc}", file=sys.stderr
+        )
+        return 2
+    texts = [(i, t) for i, t in enumerate(raw.splitlines(), 1) if t.strip()]
+
+    async def body(core: MemoryCore) -> int:
+        default_ns = namespace_of(args)
+        bad = ingested = 0
+        show = not args.no_progress and sys.stderr.isatty()
+        for done, (number, text) in enumerate(texts, 1):
+            try:
+                line = parse_line(number, text, default_ns)
+                route = await core.prepare_turn(line.turn)
+                ack = await core.turn_end(_routed(line.result, route.episode_id))
+                ingested += bool(ack.trace_id)
+            except (ValueError, StratamemError) as exc:
+                bad += 1
+                msg = exc.message if isinstance(exc, StratamemError) else str(exc)
+                code = exc.code.value if isinstance(exc, StratamemError) else "invalid_argument"
+                sys.stderr.write(f"\nline {number}: [{code}] {msg}\n")
+                if isinstance(exc, StratamemError) and exc.code is ErrorCode.ALREADY_SHUT_DOWN:
+                    raise
+            _progress(done, len(texts), show)
+        await core.flush()
+        print(f"ingested {len(texts) - bad} of {len(texts)} lines ({bad} bad)", file=sys.stderr)
+        return 1 if bad else 0
+
+    return run_async(args, body)
+
+
+def _routed(result: TurnResult, episode_id: str) -> TurnResult:
+    from dataclasses import replace
+
+    return replace(result, episode_id=episode_id)

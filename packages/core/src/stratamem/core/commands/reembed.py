@@ -1,0 +1,52 @@
+"""``stratamem reembed``: re-embed a home after an embedding model change (the home must be idle)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from stratamem.contract.errors import StratamemError
+
+NAME = "reembed"
+HELP = "re-embed every stored vector with the configured embedder (stop the server first)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    del parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from stratamem.core.config.loader import load_config
+    from stratamem.core.embedding import load_embedder
+    from stratamem.core.home import prepare_home, resolve_home
+    from stratamem.core.storage.lock import HomeLock
+    from stratamem.core.storage.reembed import reembed_store
+
+    try:
+        home = prepare_home(resolve_home(getattr(args, "home", None)))
+        cfg = load_config(home)
+        lock = HomeLock(home).acquire()
+        try:
+            embedder = load_embedder(cfg["embedding"])
+
+            def progress(table: str, done: int, total: int) -> None:
+                print(f"\r{table}: {done}/{total}", end="", file=sys.stderr, flush=True)
+
+            counts = reembed_store(
+                home / "data" / "lance",
+                embedder.embed_documents,
+                int(embedder.dimension),
+                str(embedder.model),
+                progress,
+            )
+        finally:
+            lock.release()
+    except StratamemError as exc:
+        print(f"stratamem: error [{exc.code.value}] {exc.message}", file=sys.stderr)
+        return 1
+    print(file=sys.stderr)
+    print(
+        json.dumps({"reembedded": counts, "model": embedder.model, "dimension": embedder.dimension})
+    )
+    return 0
