@@ -13,6 +13,7 @@ from stratamem.core import hookspecs
 #: Built-in plugins, registered exactly like third-party ones.
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "stratamem.core.builtins",
+    "stratamem.core.commands",
     "stratamem.core.embedding.plugin",
     "stratamem.core.llm.plugin",
     "stratamem.core.workspace.plugin",
