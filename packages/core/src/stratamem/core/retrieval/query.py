@@ -50,12 +50,20 @@ def query_source_text(query: RetrievalQuery) -> str:
     return query.query or ""
 
 
+def signature_head(fragment: str, max_chars: int = 40) -> str:
+    """The stable head of an error fragment (word-trimmed ≤40 chars): tails carry paths and noise."""
+    if len(fragment) <= max_chars:
+        return fragment
+    cut = fragment[:max_chars]
+    return cut.rsplit(" ", 1)[0] if " " in cut else cut
+
+
 def compile_text(source: str) -> CompiledQuery:
     terms = content_terms(source, 16)
     return CompiledQuery(
         text=clamp_query(source),
         tags=tuple(keyword_tags(source)),
-        error_fragments=tuple(error_signatures(source)),
+        error_fragments=tuple(dict.fromkeys(signature_head(f) for f in error_signatures(source))),
         terms=tuple(terms),
         fts_text=" ".join(terms[:12]),
         identifiers=tuple(exact_identifiers(source)),
