@@ -34,7 +34,9 @@ def _wait_ready(proc: subprocess.Popen[str], home: Path, timeout: float = 60) ->
         if ready.exists():
             return json.loads(ready.read_text())  # type: ignore[no-any-return]
         if proc.poll() is not None:
-            raise AssertionError(f"serve exited early: {proc.returncode} {proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(
+                f"serve exited early: {proc.returncode} {proc.stderr.read() if proc.stderr else ''}"
+            )
         time.sleep(0.05)
     raise AssertionError("serve did not become ready")
 
@@ -59,7 +61,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, dict[s
         proc.wait(30)
 
 
-def test_serve_writes_serve_json_and_a_0600_socket_and_health_answers_over_it(
+def test_serve_lifecycle_ready_file_0600_socket_health_single_owner_and_sigterm_drain(
     served: tuple[subprocess.Popen[str], Path, dict[str, object]],
 ) -> None:
     proc, home, info = served
@@ -68,33 +70,32 @@ def test_serve_writes_serve_json_and_a_0600_socket_and_health_answers_over_it(
     assert stat.S_ISSOCK(sock.stat().st_mode)
     assert stat.S_IMODE(sock.stat().st_mode) == 0o600
     assert str(info["tcp"]).startswith("127.0.0.1:") and not str(info["tcp"]).endswith(":0")
+    # `stratamem health` reaches the running owner over its socket
     out = subprocess.run(
-        [*EXE, "--home", str(home), "health"], env=_env(home), capture_output=True, text=True, timeout=60
+        [*EXE, "--home", str(home), "health"],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     health = json.loads(out.stdout)
     assert health["ok"] is True and health["home"] == str(home)
-
-
-def test_a_second_serve_exits_3_naming_the_owner(
-    served: tuple[subprocess.Popen[str], Path, dict[str, object]],
-) -> None:
-    proc, home, _ = served
+    # one owner per home: a second serve exits 3 and names the owner
     second = subprocess.run(
-        [*EXE, "serve", "--home", str(home)], env=_env(home), capture_output=True, text=True, timeout=60
+        [*EXE, "serve", "--home", str(home)],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert second.returncode == 3
     assert str(proc.pid) in second.stderr
-
-
-def test_sigterm_drains_and_exits_0_removing_serve_json_and_socket(
-    served: tuple[subprocess.Popen[str], Path, dict[str, object]],
-) -> None:
-    proc, home, info = served
+    # SIGTERM drains and exits 0, removing the ready file and the socket
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(30) == 0
+    assert proc.wait(60) == 0
     assert not (home / "run" / "serve.json").exists()
-    assert not Path(str(info["socket"])).exists()
+    assert not sock.exists()
 
 
 def test_non_loopback_bind_without_a_token_is_refused(tmp_path: Path) -> None:
