@@ -3,12 +3,17 @@
 Cosine distance everywhere; native FTS on ``search_text``; an ANN index (IVF_HNSW_SQ, cosine) once a
 vector column holds ``ann_threshold_rows`` rows, queried with explicit ``nprobes``/``ef``/``refine``
 so recall stays high (stack.md §2.3); ``optimize()`` on a schedule with a bounded cleanup window.
+No scalar index on owner/namespace columns: stack.md §2.3 measured a BTree making the prefiltered
+brute-force vector query slower, so the visibility predicate runs as a plain prefilter.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
+
+os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb loads: quiet Rust WARN lines
+
+import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -22,8 +27,6 @@ from lancedb.index import FTS, IvfHnswSq
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES
 from stratamem.core.telemetry import get_logger
-
-os.environ.setdefault("LANCEDB_LOG", "error")
 
 _log = get_logger("storage")
 
