@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 SCRIPT = REPO / "scripts" / "gen_docs.py"
+COMMITTED = REPO / "docs" / "reference"
 
 pytestmark = pytest.mark.skipif(not SCRIPT.exists(), reason="needs the monorepo checkout")
 
@@ -20,30 +22,40 @@ def gen(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_committed_reference_pages_are_up_to_date() -> None:
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("stratamem.core.storage.schemas")
-    result = gen("--check")
+    out = tmp_path_factory.mktemp("reference")
+    result = gen("--out", str(out))
     assert result.returncode == 0, result.stderr
+    return out
 
 
-def test_a_stale_page_is_reported(tmp_path: Path) -> None:
-    pytest.importorskip("stratamem.core.storage.schemas")
-    assert gen("--out", str(tmp_path)).returncode == 0
-    events = tmp_path / "events.md"
+def test_committed_reference_pages_are_up_to_date(fresh: Path) -> None:
+    for name in ("events.md", "data-model.md"):
+        committed = (COMMITTED / name).read_text("utf-8")
+        assert committed == (fresh / name).read_text("utf-8"), (
+            f"docs/reference/{name} is stale: run python scripts/gen_docs.py"
+        )
+
+
+def test_a_stale_page_is_reported(fresh: Path, tmp_path: Path) -> None:
+    stale = tmp_path / "reference"
+    shutil.copytree(fresh, stale)
+    events = stale / "events.md"
     text = events.read_text("utf-8")
     assert "`trace.created`" in text and "`turn.captured`" in text
     events.write_text(text.replace("`trace.created`", "`trace.made`"), "utf-8")
-    result = gen("--check", "--out", str(tmp_path))
+    result = gen("--check", "--out", str(stale))
     assert result.returncode == 1
     assert "events.md" in result.stderr
+    assert "data-model.md" not in result.stderr
 
 
-def test_data_model_lists_every_dto_and_lancedb_table(tmp_path: Path) -> None:
-    pytest.importorskip("stratamem.core.storage.schemas")
+def test_data_model_lists_every_dto_and_lancedb_table(fresh: Path) -> None:
     from stratamem.contract.codec import DTO_TYPES
 
-    assert gen("--out", str(tmp_path)).returncode == 0
-    page = (tmp_path / "data-model.md").read_text("utf-8")
+    page = (fresh / "data-model.md").read_text("utf-8")
     for cls in DTO_TYPES:
         assert f"### `{cls.__name__}`" in page
     for table in ("traces", "policies", "world_models", "skills"):
