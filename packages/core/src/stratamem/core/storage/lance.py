@@ -188,17 +188,22 @@ class LanceStore:
             .where(f"{column} IS NOT NULL AND ({where})")
             .limit(limit)
         )
-        if exact or not self.has_ann(name, column):
-            q = q.bypass_vector_index()
-        else:
-            q = (
-                q.nprobes(int(self.cfg.get("ann_nprobes", 20)))
-                .ef(int(self.cfg.get("ann_ef", 100)))
-                .refine_factor(int(self.cfg.get("ann_refine_factor", 5)))
-            )
+        q = self.tune_vector_query(q, name, column, exact=exact)
         if columns:
             q = q.select([*columns, "_distance"])
         return (await q.to_arrow()).to_pylist()  # type: ignore[no-any-return]
+
+    def tune_vector_query(self, q: Any, name: str, column: str, *, exact: bool = False) -> Any:
+        """Apply the recall knobs to any vector query on ``name.column``: exact scan while the column
+        has no ANN index, else ``nprobes``/``ef``/``refine_factor`` from ``storage.*`` (the index
+        defaults give poor recall, stack.md §2.3). Readers building their own queries call this."""
+        if exact or not self.has_ann(name, column):
+            return q.bypass_vector_index()
+        return (
+            q.nprobes(int(self.cfg.get("ann_nprobes", 20)))
+            .ef(int(self.cfg.get("ann_ef", 100)))
+            .refine_factor(int(self.cfg.get("ann_refine_factor", 5)))
+        )
 
     async def fts_search(
         self, name: str, text: str, where: str, limit: int, columns: Sequence[str] | None = None
