@@ -213,6 +213,19 @@ class Connection {
   }
 }
 
+const CONNECTIONS = new Map();
+const SHARED_STREAKS = new FailureStreaks();
+
+function sharedConnection(cfg, logger) {
+  const key = `${cfg.socket ?? ""}\u0000${cfg.home ?? ""}`;
+  let conn = CONNECTIONS.get(key);
+  if (!conn) {
+    conn = new Connection(cfg, logger);
+    CONNECTIONS.set(key, conn);
+  }
+  return conn;
+}
+
 function withTimeout(promise, ms, what) {
   let t;
   return Promise.race([
@@ -224,8 +237,16 @@ function withTimeout(promise, ms, what) {
 export function register(api) {
   const cfg = { ...DEFAULTS, ...(api.pluginConfig || {}) };
   const logger = api.logger;
-  const conn = new Connection(cfg, logger);
-  const warn = (what, err) => logger?.warn?.(`stratamem: ${what} failed: ${err?.message ?? err}`);
+  const conn = sharedConnection(cfg, logger);
+  const trace = (record) => {
+    if (!cfg.logFile) return;
+    try { fs.appendFileSync(cfg.logFile, JSON.stringify({ ts: Date.now(), ...record }) + "\n"); } catch { /* ignore */ }
+  };
+  const warn = (what, err) => {
+    trace({ event: "error", what, error: String(err?.message ?? err) });
+    logger?.warn?.(`stratamem: ${what} failed: ${err?.message ?? err}`);
+  };
+  trace({ event: "register", mode: api.registrationMode ?? null });
   const fire = (method, request) => {
     conn.call(method, request, cfg.voidTimeoutMs).catch((err) => warn(method, err));
   };
@@ -249,11 +270,18 @@ export function register(api) {
       { name: spec.name },
     );
   }
-  api.registerMemoryCapability?.({ promptBuilder: ({ availableTools } = {}) => memoryPromptSection(availableTools) });
+  try {
+    api.registerMemoryCapability?.({ promptBuilder: ({ availableTools } = {}) => memoryPromptSection(availableTools) });
+  } catch (err) {
+    warn("registerMemoryCapability", err);
+  }
 
-  if (api.registrationMode && api.registrationMode !== "full") return;
+  // OpenClaw registers a plugin 2–3 times per process ("full" plus "discovery"/"tool-discovery") and
+  // may dispatch hooks through the last registration, so hooks go in every runtime mode; nothing here
+  // has side effects until a hook runs (connecting and starting the server are lazy and shared).
+  if (api.registrationMode === "cli-metadata" || api.registrationMode === "setup-only") return;
 
-  const streaks = new FailureStreaks();
+  const streaks = SHARED_STREAKS;
 
   api.on("message_received", (event, ctx) => {
     if (!event?.content || !(ctx?.runId || event?.runId)) return;
@@ -261,10 +289,12 @@ export function register(api) {
   });
 
   api.on("before_prompt_build", async (event, ctx) => {
+    const started = performance.now();
     try {
       const res = await conn.call("BeforePromptBuild", {
         ctx: hookContext(ctx), prompt: String(event?.prompt ?? ""), messages_json: safeJson(event?.messages),
       }, cfg.promptBuildTimeoutMs);
+      trace({ event: "before_prompt_build", ms: performance.now() - started, injectedChars: res.prepend_context.length, skip: res.skip_reason });
       return res.prepend_context ? { prependContext: res.prepend_context } : undefined;
     } catch (err) {
       warn("before_prompt_build", err);
@@ -275,10 +305,12 @@ export function register(api) {
   // awaited: `openclaw agent --local` exits right after this hook, so the turn must be durable first
   api.on("agent_end", async (event, ctx) => {
     try {
-      await conn.call("AgentEnd", {
+      const started = performance.now();
+      const res = await conn.call("AgentEnd", {
         ctx: hookContext({ ...ctx, runId: ctx?.runId ?? event?.runId }), messages_json: safeJson(event?.messages),
         success: event?.success !== false, error: String(event?.error ?? ""), duration_ms: Number(event?.durationMs ?? 0),
       }, cfg.agentEndTimeoutMs);
+      trace({ event: "agent_end", ms: performance.now() - started, captured: res.captured, skip: res.skip_reason });
     } catch (err) {
       warn("agent_end", err);
     }
@@ -309,6 +341,11 @@ export function register(api) {
     fire("SubagentEnded", { ctx: hookContext(ctx), target_session_key: String(event?.targetSessionKey ?? ""), target_kind: String(event?.targetKind ?? ""), reason: String(event?.reason ?? ""), outcome: String(event?.outcome ?? ""), error: String(event?.error ?? "") });
   });
 
+  trace({ event: "hooks_registered" });
+  if (api.registrationMode && api.registrationMode !== "full") return;
+  // full mode: warm up now (a cold `stratamem serve` start takes seconds; the first prompt build
+  // of a one-shot `agent --local` run comes soon after registration)
+  conn.ensure(60000).catch((err) => warn("warm-up", err));
   api.registerService?.({
     id: PLUGIN_ID, name: PLUGIN_ID,
     async start() { try { await conn.ensure(cfg.promptBuildTimeoutMs); } catch (err) { warn("service start", err); } },
