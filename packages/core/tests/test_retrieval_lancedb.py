@@ -193,9 +193,13 @@ QUESTION_WORD_NOISE = [
 ]
 
 
-@pytest.mark.parametrize("emb", ["default", None])
-async def test_short_question_words_do_not_dominate(tmp_path: Path, emb: Any) -> None:
-    tables = await open_tables(tmp_path, trace_rows(FACTS + QUESTION_WORD_NOISE))
+@pytest.mark.parametrize(
+    ("emb", "fts"),
+    [("default", True), (None, True), (None, False)],
+    ids=["all-channels", "lexical-only", "pattern-only"],
+)
+async def test_short_question_words_do_not_dominate(tmp_path: Path, emb: Any, fts: bool) -> None:
+    tables = await open_tables(tmp_path, trace_rows(FACTS + QUESTION_WORD_NOISE), fts=fts)
     res = await ask(
         tables, "What is when the quarterly report is due, and how do I do it?", emb=emb
     )
@@ -209,7 +213,14 @@ async def test_lexical_channels_work_without_an_embedder(tmp_path: Path) -> None
     tables = await open_tables(tmp_path, trace_rows(FACTS))
     res = await ask(tables, "port of staging postgres", emb=None)
     assert ids(res)[0] == "tr_staging"
-    assert set(res.hits[0].score_details["channels"]) >= {"fts", "pattern"}
+    assert "fts" in res.hits[0].score_details["channels"]
+
+
+async def test_cjk_questions_match_through_the_pattern_channel(tmp_path: Path) -> None:
+    cjk = [("bday", "我的生日是五月三日，记得提醒我。", "好的，五月三日。")]
+    tables = await open_tables(tmp_path, trace_rows(FACTS + cjk))
+    res = await ask(tables, "你还记得我的生日吗", emb=None)
+    assert ids(res)[:1] == ["tr_bday"] and "pattern" in res.hits[0].score_details["channels"]
 
 
 async def test_fts_uses_or_semantics_so_one_matching_word_is_enough(tmp_path: Path) -> None:

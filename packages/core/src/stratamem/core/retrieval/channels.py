@@ -16,7 +16,16 @@ from lancedb.query import FullTextOperator, MatchQuery
 
 from stratamem.core.retrieval.candidates import unit
 from stratamem.core.retrieval.filters import like
-from stratamem.core.retrieval.text import bm25_scores, doc_tokens, idf, term_in, weighted_match
+from stratamem.core.retrieval.text import (
+    CJK_RUN as _CJK,
+)
+from stratamem.core.retrieval.text import (
+    bm25_scores,
+    doc_tokens,
+    idf,
+    term_in,
+    weighted_match,
+)
 
 Row = dict[str, Any]
 Scored = list[tuple[Row, float]]
@@ -53,6 +62,21 @@ async def table_fts(table: Any, text: str, where: str, limit: int) -> Scored:
             return []
         raise
     return [(r, float(r.get("_score") or 0.0)) for r in rows]
+
+
+async def has_text_index(table: Any) -> bool:
+    """Whether ``search_text`` has a native FTS (inverted) index."""
+    for idx in await table.list_indices():
+        cols = getattr(idx, "columns", None) or []
+        kind = str(getattr(idx, "index_type", "")).upper()
+        if "search_text" in cols and ("FTS" in kind or "INVERTED" in kind):
+            return True
+    return False
+
+
+def needs_table_pattern(terms: Sequence[str], indexed: bool) -> bool:
+    """BM25 already covers ASCII words; substring patterns over the table are for CJK or no index."""
+    return not indexed or any(_CJK.match(t) for t in terms)
 
 
 async def _count(table: Any, where: str) -> int:

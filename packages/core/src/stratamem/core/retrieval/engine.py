@@ -154,6 +154,9 @@ class _Run:
             return ch.floor_relative(ch.merge_scored(got or [], [], normalise=True), 0.0, 0.2)
 
         async def pattern() -> ch.Scored:
+            indexed = await dl.run("indices", lambda: ch.has_text_index(table))
+            if indexed is None or not ch.needs_table_pattern(cq.terms, indexed):
+                return []
             w = await dl.run("pattern_idf", lambda: ch.pattern_weights(table, cq.terms, where, []))
             if not w or not w[0]:
                 return []
@@ -304,14 +307,17 @@ class _Run:
 
         async def pattern() -> ch.Scored:
             texts = [_search_text(r) for r in lex_pending]
-            w = await dl.run(
-                "pattern_idf", lambda: ch.pattern_weights(table, cq.terms, where, texts)
-            )
+            on_table = False
+            if table is not None:
+                indexed = await dl.run("indices", lambda: ch.has_text_index(table))
+                on_table = indexed is not None and ch.needs_table_pattern(cq.terms, indexed)
+            src = table if on_table else None
+            w = await dl.run("pattern_idf", lambda: ch.pattern_weights(src, cq.terms, where, texts))
             if not w or not w[0]:
                 return []
             terms, weights, dfs = w
             got: ch.Scored = []
-            if table is not None:
+            if on_table:
                 got = (
                     await dl.run(
                         "pattern",

@@ -25,7 +25,7 @@ STOP_WORDS = frozenset(_STOP_TEXT.split())
 CJK_NOISE = frozenset("我你他她它的了呢吗么还记得是有想请问谁哪帮吧啊呀在和与就都也这那个")
 
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'+#.-]*[A-Za-z0-9+#]|[A-Za-z0-9]")
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
+CJK_RUN = _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _IDENT = re.compile(r"[A-Za-z0-9_:-]{12,}")
 
 
