@@ -274,9 +274,8 @@ class RemoteCore:
     async def update_trace(
         self, trace_id: str, patch: TracePatch, namespace: Namespace | None = None
     ) -> Trace | None:
-        req = m.UpdateTraceRequest(
-            trace_id=trace_id, patch=codec.to_proto(patch), **_ns_field(namespace)
-        )
+        req = m.UpdateTraceRequest(trace_id=trace_id, **_ns_field(namespace))
+        req.patch.MergeFromString(codec.to_bytes(patch))
         resp = await self._call("UpdateTrace", req)
         return codec.decode(resp.trace, Trace) if resp.HasField("trace") else None
 
@@ -336,7 +335,7 @@ class RemoteCore:
     ) -> Skill | None:
         req = m.GetSkillRequest(skill_id=skill_id, **_ns_field(namespace))
         if options is not None:
-            req.options.CopyFrom(codec.to_proto(options))
+            req.options.MergeFromString(codec.to_bytes(options))
         resp = await self._call("GetSkill", req)
         return codec.decode(resp.skill, Skill) if resp.HasField("skill") else None
 
@@ -419,7 +418,7 @@ class BlockingRemoteCore:
         try:
             while True:
                 try:
-                    yield self._run(anext(agen), timeout)  # type: ignore[arg-type]
+                    yield self._run(anext(agen), timeout)
                 except StopAsyncIteration:
                     return
         finally:

@@ -146,7 +146,7 @@ def _rejecting_handler(handler: grpc.RpcMethodHandler, err: StratamemError) -> A
     return grpc.stream_stream_rpc_method_handler(reject_stream, des, ser)
 
 
-class BearerAuthInterceptor(grpc.aio.ServerInterceptor):
+class BearerAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Rejects every call without a valid token on a TCP server, before any handler runs."""
 
     def __init__(self, authenticator: Authenticator) -> None:
@@ -163,5 +163,5 @@ class BearerAuthInterceptor(grpc.aio.ServerInterceptor):
         try:
             self.authenticator.authenticate(handler_call_details.invocation_metadata)
         except StratamemError as err:
-            return _rejecting_handler(handler, err)  # type: ignore[no-any-return]
+            return _rejecting_handler(handler, err)
         return handler

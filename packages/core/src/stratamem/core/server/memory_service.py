@@ -24,7 +24,12 @@ from stratamem.v1 import types_pb2 as t
 
 
 def _ns(msg: Any) -> Namespace | None:
-    return codec.from_proto(msg.namespace) if msg.HasField("namespace") else None  # type: ignore[no-any-return]
+    return codec.decode(msg.namespace, Namespace) if msg.HasField("namespace") else None
+
+
+def _p(dto: Any) -> Any:
+    """The wire message of a DTO (typed ``Any``: handlers return the concrete message types)."""
+    return codec.to_proto(dto)
 
 
 def _opt(msg: Any, name: str) -> Any:
@@ -95,17 +100,17 @@ class MemoryServicer:
         return q
 
     # -- lifecycle
-    async def Health(self, req: m.HealthRequest, call: Call) -> t.Health:
-        return codec.to_proto(await self.core.health())  # type: ignore[no-any-return]
+    async def Health(self, req: m.HealthRequest, call: Call) -> Any:
+        return _p(await self.core.health())
 
-    async def Flush(self, req: m.FlushRequest, call: Call) -> t.FlushResult:
+    async def Flush(self, req: m.FlushRequest, call: Call) -> Any:
         timeout = _opt(req, "timeout_s")
         if timeout is not None and not 0 <= timeout <= 3600:
             raise StratamemError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be in [0, 3600]")
         remaining = call.context.time_remaining()
         if remaining is not None:
             timeout = remaining if timeout is None else min(timeout, remaining)
-        return codec.to_proto(await self.core.flush(timeout))  # type: ignore[no-any-return]
+        return _p(await self.core.flush(timeout))
 
     # -- sessions / episodes
     async def OpenSession(self, req: m.OpenSessionRequest, call: Call) -> m.OpenSessionResponse:
@@ -136,11 +141,11 @@ class MemoryServicer:
 
     async def ListEpisodes(self, req: t.ListQuery, call: Call) -> m.ListEpisodesResponse:
         items = await self.core.list_episodes(self._list_query(req, call))
-        return m.ListEpisodesResponse(episodes=[codec.to_proto(x) for x in items])
+        return m.ListEpisodesResponse(episodes=[_p(x) for x in items])
 
     async def GetEpisode(self, req: m.GetEpisodeRequest, call: Call) -> m.GetEpisodeResponse:
         ep = await self.core.get_episode(req.episode_id, call.namespace(_ns(req)))
-        return m.GetEpisodeResponse(episode=codec.to_proto(ep)) if ep else m.GetEpisodeResponse()
+        return m.GetEpisodeResponse(episode=_p(ep)) if ep else m.GetEpisodeResponse()
 
     # -- per-turn pipeline
     def _turn(self, req: Any, call: Call, deadline: bool) -> Any:
@@ -153,20 +158,20 @@ class MemoryServicer:
             dto = replace(dto, deadline_at=call.deadline_at(dto.deadline_at))
         return dto
 
-    async def TurnStart(self, req: t.TurnInput, call: Call) -> t.RetrievalResult:
-        return codec.to_proto(await self.core.turn_start(self._turn(req, call, True)))  # type: ignore[no-any-return]
+    async def TurnStart(self, req: t.TurnInput, call: Call) -> Any:
+        return _p(await self.core.turn_start(self._turn(req, call, True)))
 
-    async def PrepareTurn(self, req: t.TurnInput, call: Call) -> t.TurnRoute:
-        return codec.to_proto(await self.core.prepare_turn(self._turn(req, call, False)))  # type: ignore[no-any-return]
+    async def PrepareTurn(self, req: t.TurnInput, call: Call) -> Any:
+        return _p(await self.core.prepare_turn(self._turn(req, call, False)))
 
-    async def TurnEnd(self, req: t.TurnResult, call: Call) -> t.TurnEndAck:
-        return codec.to_proto(await self.core.turn_end(self._turn(req, call, False)))  # type: ignore[no-any-return]
+    async def TurnEnd(self, req: t.TurnResult, call: Call) -> Any:
+        return _p(await self.core.turn_end(self._turn(req, call, False)))
 
-    async def SubmitFeedback(self, req: t.FeedbackInput, call: Call) -> t.Feedback:
+    async def SubmitFeedback(self, req: t.FeedbackInput, call: Call) -> Any:
         dto = _decode(req)
         if not call.principal.unrestricted:
             dto = replace(dto, namespace=call.namespace(dto.namespace))
-        return codec.to_proto(await self.core.submit_feedback(dto))  # type: ignore[no-any-return]
+        return _p(await self.core.submit_feedback(dto))
 
     async def RecordToolOutcome(
         self, req: t.ToolOutcome, call: Call
@@ -176,30 +181,30 @@ class MemoryServicer:
         await self.core.record_tool_outcome(dto)
         return m.RecordToolOutcomeResponse()
 
-    async def RecordSubagentOutcome(self, req: t.SubagentOutcome, call: Call) -> t.TurnEndAck:
-        return codec.to_proto(await self.core.record_subagent_outcome(self._turn(req, call, False)))  # type: ignore[no-any-return]
+    async def RecordSubagentOutcome(self, req: t.SubagentOutcome, call: Call) -> Any:
+        return _p(await self.core.record_subagent_outcome(self._turn(req, call, False)))
 
     # -- queries
-    async def Search(self, req: t.RetrievalQuery, call: Call) -> t.RetrievalResult:
-        return codec.to_proto(await self.core.search(self._turn(req, call, True)))  # type: ignore[no-any-return]
+    async def Search(self, req: t.RetrievalQuery, call: Call) -> Any:
+        return _p(await self.core.search(self._turn(req, call, True)))
 
     async def Timeline(self, req: m.TimelineRequest, call: Call) -> m.TimelineResponse:
         items = await self.core.timeline(req.episode_id, call.namespace(_ns(req)))
-        return m.TimelineResponse(traces=[codec.to_proto(x) for x in items])
+        return m.TimelineResponse(traces=[_p(x) for x in items])
 
     # -- traces
     async def GetTrace(self, req: m.GetTraceRequest, call: Call) -> m.GetTraceResponse:
         tr = await self.core.get_trace(req.trace_id, call.namespace(_ns(req)))
-        return m.GetTraceResponse(trace=codec.to_proto(tr)) if tr else m.GetTraceResponse()
+        return m.GetTraceResponse(trace=_p(tr)) if tr else m.GetTraceResponse()
 
     async def ListTraces(self, req: t.ListQuery, call: Call) -> m.ListTracesResponse:
         items = await self.core.list_traces(self._list_query(req, call))
-        return m.ListTracesResponse(traces=[codec.to_proto(x) for x in items])
+        return m.ListTracesResponse(traces=[_p(x) for x in items])
 
     async def UpdateTrace(self, req: m.UpdateTraceRequest, call: Call) -> m.UpdateTraceResponse:
         patch = _decode(req.patch)
         tr = await self.core.update_trace(req.trace_id, patch, call.namespace(_ns(req)))
-        return m.UpdateTraceResponse(trace=codec.to_proto(tr)) if tr else m.UpdateTraceResponse()
+        return m.UpdateTraceResponse(trace=_p(tr)) if tr else m.UpdateTraceResponse()
 
     async def DeleteTraces(self, req: m.DeleteTracesRequest, call: Call) -> m.DeleteTracesResponse:
         n = await self.core.delete_traces(list(req.trace_ids), call.namespace(_ns(req)))
@@ -208,21 +213,17 @@ class MemoryServicer:
     # -- policies
     async def GetPolicy(self, req: m.GetPolicyRequest, call: Call) -> m.GetPolicyResponse:
         p = await self.core.get_policy(req.policy_id, call.namespace(_ns(req)))
-        return m.GetPolicyResponse(policy=codec.to_proto(p)) if p else m.GetPolicyResponse()
+        return m.GetPolicyResponse(policy=_p(p)) if p else m.GetPolicyResponse()
 
     async def ListPolicies(self, req: t.ListQuery, call: Call) -> m.ListPoliciesResponse:
         items = await self.core.list_policies(self._list_query(req, call))
-        return m.ListPoliciesResponse(policies=[codec.to_proto(x) for x in items])
+        return m.ListPoliciesResponse(policies=[_p(x) for x in items])
 
     async def SetPolicyStatus(
         self, req: m.SetPolicyStatusRequest, call: Call
     ) -> m.SetPolicyStatusResponse:
         p = await self.core.set_policy_status(req.policy_id, req.status, call.namespace(_ns(req)))
-        return (
-            m.SetPolicyStatusResponse(policy=codec.to_proto(p))
-            if p
-            else m.SetPolicyStatusResponse()
-        )
+        return m.SetPolicyStatusResponse(policy=_p(p)) if p else m.SetPolicyStatusResponse()
 
     async def DeletePolicy(self, req: m.DeletePolicyRequest, call: Call) -> m.DeleteResponse:
         ok = await self.core.delete_policy(req.policy_id, call.namespace(_ns(req)))
@@ -233,15 +234,11 @@ class MemoryServicer:
         self, req: m.GetWorldModelRequest, call: Call
     ) -> m.GetWorldModelResponse:
         wm = await self.core.get_world_model(req.world_model_id, call.namespace(_ns(req)))
-        return (
-            m.GetWorldModelResponse(world_model=codec.to_proto(wm))
-            if wm
-            else m.GetWorldModelResponse()
-        )
+        return m.GetWorldModelResponse(world_model=_p(wm)) if wm else m.GetWorldModelResponse()
 
     async def ListWorldModels(self, req: t.ListQuery, call: Call) -> m.ListWorldModelsResponse:
         items = await self.core.list_world_models(self._list_query(req, call))
-        return m.ListWorldModelsResponse(world_models=[codec.to_proto(x) for x in items])
+        return m.ListWorldModelsResponse(world_models=[_p(x) for x in items])
 
     async def DeleteWorldModel(
         self, req: m.DeleteWorldModelRequest, call: Call
@@ -253,17 +250,17 @@ class MemoryServicer:
     async def GetSkill(self, req: m.GetSkillRequest, call: Call) -> m.GetSkillResponse:
         options = _decode(req.options) if req.HasField("options") else None
         sk = await self.core.get_skill(req.skill_id, options, call.namespace(_ns(req)))
-        return m.GetSkillResponse(skill=codec.to_proto(sk)) if sk else m.GetSkillResponse()
+        return m.GetSkillResponse(skill=_p(sk)) if sk else m.GetSkillResponse()
 
     async def ListSkills(self, req: t.ListQuery, call: Call) -> m.ListSkillsResponse:
         items = await self.core.list_skills(self._list_query(req, call))
-        return m.ListSkillsResponse(skills=[codec.to_proto(x) for x in items])
+        return m.ListSkillsResponse(skills=[_p(x) for x in items])
 
-    async def ArchiveSkill(self, req: m.ArchiveSkillRequest, call: Call) -> t.Skill:
+    async def ArchiveSkill(self, req: m.ArchiveSkillRequest, call: Call) -> Any:
         sk = await self.core.archive_skill(
             req.skill_id, req.reason or "manual", call.namespace(_ns(req))
         )
-        return codec.to_proto(sk)  # type: ignore[no-any-return]
+        return _p(sk)
 
     async def DeleteSkill(self, req: m.DeleteSkillRequest, call: Call) -> m.DeleteResponse:
         ok = await self.core.delete_skill(req.skill_id, call.namespace(_ns(req)))
@@ -291,7 +288,7 @@ class MemoryServicer:
                 )
         stream = self.core.subscribe_events(since, tuple(req.types))
         async for event in stream:
-            yield codec.to_proto(event)
+            yield _p(event)
 
     # -- registration
     def add_to_server(self, server: grpc.aio.Server) -> None:
