@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-from typing import Any, Protocol
+
+from stratamem.core.routing.llm_json import CompletionLLM, complete_text
 
 SUMMARY_MAX = 140
 _WS = re.compile(r"\s+")
-
-
-class CompletionLLM(Protocol):
-    async def complete(self, prompt: str, **kwargs: Any) -> str: ...
 
 
 def clamp_line(text: str, max_chars: int = SUMMARY_MAX) -> str:
@@ -44,7 +40,7 @@ async def summarise(
             + f"USER: {user_text}\nASSISTANT: {agent_text}"[:3500]
         )
         try:
-            raw = await asyncio.wait_for(llm.complete(prompt, temperature=0), timeout_s)
+            raw = await complete_text(llm, prompt, timeout_s=timeout_s)
             m = re.search(r"\{.*\}", raw or "", re.S)
             value = json.loads(m.group(0)).get("summary") if m else None
             if isinstance(value, str) and value.strip():

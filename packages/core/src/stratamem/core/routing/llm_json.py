@@ -1,4 +1,8 @@
-"""Ask the optional LLM for a small JSON verdict; any failure means "no verdict" (heuristics decide)."""
+"""Ask the optional LLM for a small JSON verdict; any failure means "no verdict" (heuristics decide).
+
+``llm`` follows ``stratamem.core.llm.LlmProvider``: ``async complete(messages, *, json_mode,
+temperature, timeout_s) -> Completion`` (with ``.text``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,22 @@ from typing import Any, Protocol
 
 
 class CompletionLLM(Protocol):
-    async def complete(self, prompt: str, **kwargs: Any) -> str: ...
+    async def complete(self, messages: list[Any], **kwargs: Any) -> Any: ...
+
+
+async def complete_text(llm: CompletionLLM, prompt: str, *, timeout_s: float) -> str:
+    """One JSON-mode completion of a single user message; the answer text."""
+    done = await asyncio.wait_for(
+        llm.complete(
+            [{"role": "user", "content": prompt}],
+            json_mode=True,
+            temperature=0.0,
+            timeout_s=timeout_s,
+        ),
+        timeout_s,
+    )
+    text = getattr(done, "text", done)
+    return text if isinstance(text, str) else ""
 
 
 _OBJ = re.compile(r"\{.*\}", re.S)
@@ -23,7 +42,7 @@ async def ask_json(
         return None
     for _ in range(retries + 1):
         try:
-            raw = await asyncio.wait_for(llm.complete(prompt, temperature=0), timeout_s)
+            raw = await complete_text(llm, prompt, timeout_s=timeout_s)
         except Exception:
             return None
         m = _OBJ.search(raw or "")
