@@ -169,7 +169,12 @@ class DshTools:
     ) -> dict[str, Any]:
         episode = _str(args, "episodeId", required=True) or ""
         limit = _int(args, "limit", 1, 100, 20) or 20
-        traces = (await self.core.timeline(episode, resolve_namespace(info)))[:limit]
+        try:
+            traces = (await self.core.timeline(episode, resolve_namespace(info)))[:limit]
+        except StratamemError as exc:
+            if exc.code != ErrorCode.EPISODE_NOT_FOUND:
+                raise
+            traces = []  # an unknown episode is an empty timeline for the model, not a tool failure
         items = [
             {
                 "id": t.id,
