@@ -187,3 +187,34 @@ def test_a_stuck_store_gives_an_empty_recall_within_the_deadline_and_the_next_tu
     out2, _ = _prefetch_on_thread(mgr, "What colour did I say I like?")
     assert "teal" in out2
     mgr.shutdown_all()
+
+
+def test_a_turn_synced_while_the_core_is_still_opening_is_spooled_durably_then_replayed(
+    hermes_home: Path,
+) -> None:
+    from stratamem.hermes import bridge as bridges
+    from stratamem.hermes.provider import StratamemMemoryProvider
+
+    gate = threading.Event()
+
+    def slow_open(home: Path, **overrides: Any) -> Any:
+        gate.wait(60)  # e.g. the first model load on a busy machine
+        return bridges.default_opener(home, **overrides)
+
+    provider = StratamemMemoryProvider(opener=slow_open)
+    mgr = MemoryManager()
+    mgr.add_provider(provider)
+    mgr.initialize_all(session_id="sess-1", platform="cli", hermes_home=str(hermes_home))
+    mgr.on_turn_start(1, FACT)
+    assert mgr.prefetch_all(FACT) == ""  # no core yet: nothing, within the budget
+    mgr.sync_all(FACT, "Noted: teal.", session_id="sess-1")
+    assert mgr.flush_pending(timeout=30)  # returned without the core
+    spooled = list((hermes_home / "stratamem" / "spool" / "hermes").glob("*.turn"))
+    assert len(spooled) == 1
+    gate.set()
+    provider._bridge.warm().result(120)
+    deadline = time.monotonic() + 60
+    while provider._spool.backlog() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [t.user_text for t in _traces(provider, "sess-1")] == [FACT]
+    mgr.shutdown_all()

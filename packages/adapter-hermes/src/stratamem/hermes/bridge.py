@@ -16,23 +16,22 @@ from typing import Any, TypeVar
 from stratamem.contract.errors import ErrorCode, StratamemError
 
 T = TypeVar("T")
-Opener = Callable[[Path], Any]
+Opener = Callable[..., Any]
 
 
-def default_opener(home: Path) -> Any:
-    """The core's thread-safe blocking facade (owner of the home, or a client of its owner)."""
-    try:
-        from stratamem.core.blocking import BlockingCore
-    except ImportError:  # older core without the facade: run ``open_core`` on a private loop
-        return LoopCore(home)
-    opener = getattr(BlockingCore, "open", None)
-    return opener(home) if callable(opener) else BlockingCore(home)
+def default_opener(home: Path, **overrides: Any) -> Any:
+    """The home's core as a blocking object: the owner (serving the home socket) or its client.
+
+    ``BlockingCore.open`` only ever owns a home; ``open_core`` also serves the home's socket, or
+    connects to the process that owns it, which is what several Hermes processes on one home need.
+    """
+    return LoopCore(home, **overrides)
 
 
 class LoopCore:
-    """Minimal blocking view of ``open_core`` on a private event-loop thread (fallback only)."""
+    """Blocking view of ``open_core`` (a ``LocalCore`` or a ``RemoteCore``) on a private loop thread."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, **overrides: Any) -> None:
         import asyncio
 
         from stratamem.core import open_core
@@ -42,7 +41,7 @@ class LoopCore:
             target=self._loop.run_forever, name="stratamem-core-loop", daemon=True
         )
         self._thread.start()
-        self._cm = open_core(home)
+        self._cm = open_core(home, **overrides)
         self._core = self._run(self._cm.__aenter__())
 
     def _run(self, coro: Any) -> Any:
@@ -71,13 +70,45 @@ class LoopCore:
 class CoreBridge:
     """Lazily opened core + a worker pool; ``call`` bounds each call by a timeout."""
 
-    def __init__(self, home: Path, opener: Opener | None = None, workers: int = 4) -> None:
+    def __init__(
+        self,
+        home: Path,
+        opener: Opener | None = None,
+        workers: int = 4,
+        overrides: dict[str, Any] | None = None,
+    ) -> None:
         self.home = home
-        self._opener = opener or default_opener
+        self._opener: Opener = opener or default_opener
+        self._overrides = dict(overrides or {})
         self._pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="stratamem-hermes")
         self._lock = threading.Lock()
         self._opening: cf.Future[Any] | None = None
         self._closed = False
+        self._on_open: list[Callable[[Any], Any]] = []
+        from stratamem.hermes.spool import Spool
+
+        self.spool = Spool(home)
+
+    def add_on_open(self, callback: Callable[[Any], Any]) -> None:
+        """Run ``callback(core)`` on the pool each time the core has opened."""
+        with self._lock:
+            self._on_open.append(callback)
+
+    def _opened(self, future: cf.Future[Any]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        core = future.result()
+        for callback in list(self._on_open):
+            with contextlib.suppress(RuntimeError):  # pool already shut down
+                self._pool.submit(callback, core)
+
+    def ready(self, timeout: float) -> bool:
+        """Whether the core is open (waiting up to ``timeout`` seconds for it)."""
+        try:
+            self.warm().result(timeout=max(0.0, timeout))
+        except Exception:
+            return False
+        return True
 
     def warm(self) -> cf.Future[Any]:
         """Start opening the core (once); later calls wait for the same future."""
@@ -87,7 +118,8 @@ class CoreBridge:
             if self._opening is None or (
                 self._opening.done() and self._opening.exception() is not None
             ):
-                self._opening = self._pool.submit(self._opener, self.home)
+                self._opening = self._pool.submit(self._opener, self.home, **self._overrides)
+                self._opening.add_done_callback(self._opened)
             return self._opening
 
     def call(self, fn: Callable[[Any], T], timeout: float) -> T:
@@ -138,13 +170,16 @@ _REGISTRY_LOCK = threading.Lock()
 _REGISTRY: dict[Path, tuple[CoreBridge, int]] = {}
 
 
-def acquire(home: Path, opener: Opener | None = None) -> CoreBridge:
-    """A lease on the process-wide bridge of ``home``."""
+def acquire(
+    home: Path, opener: Opener | None = None, overrides: dict[str, Any] | None = None
+) -> CoreBridge:
+    """A lease on the process-wide bridge of ``home`` (the first lease's overrides open the core)."""
     key = home.resolve()
     with _REGISTRY_LOCK:
         entry = _REGISTRY.get(key)
         if entry is None or entry[0]._closed:
-            bridge = CoreBridge(key, opener)
+            bridge = CoreBridge(key, opener, overrides=overrides)
+            bridge.add_on_open(bridge.spool.replay)
             _REGISTRY[key] = (bridge, 1)
         else:
             bridge = entry[0]

@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from stratamem.contract.dtos import (
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.hermes import bridge as bridges
 from stratamem.hermes import tools
+from stratamem.hermes.host_llm import core_has_llm, lend, unlend
 from stratamem.hermes.host_logging import use_host_logging
 from stratamem.hermes.messages import extract_turn
 from stratamem.hermes.settings import (
@@ -35,6 +37,7 @@ from stratamem.hermes.settings import (
     load_settings,
     save_settings,
 )
+from stratamem.hermes.spool import Spool
 from stratamem.hermes.turns import TurnLedger
 
 log = logging.getLogger("stratamem.hermes")
@@ -46,6 +49,17 @@ _INTERNAL_PREFIXES = ("Review the conversation above",)
 SESSION_END_BOUND_S = 5.0
 SHUTDOWN_BOUND_S = 4.5
 TOOL_TIMEOUT_S = 30.0
+#: How long sync_turn waits for a core that is still opening before it spools the turn.
+SYNC_OPEN_WAIT_S = 2.0
+_SPOOL_CODES = frozenset(
+    {
+        ErrorCode.DEADLINE_EXCEEDED,
+        ErrorCode.TRANSPORT_CLOSED,
+        ErrorCode.ALREADY_SHUT_DOWN,
+        ErrorCode.HOME_LOCKED,
+        ErrorCode.BACKEND_UNAVAILABLE,
+    }
+)
 
 SYSTEM_BLOCK = """# Stratamem memory
 You have long-term memory that persists across sessions. Relevant memories are injected automatically
@@ -77,6 +91,8 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
         self._closers: list[threading.Thread] = []
         self._closed_sessions: set[str] = set()
         self._shut = False
+        self._lent = False
+        self._spool: Spool | None = None
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -110,9 +126,15 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
                 workspace_id=str(workspace) if workspace else None,
                 session_key=self._session_id or None,
             )
+            overrides: dict[str, Any] = {}
             if self._bridge is None:
-                self._bridge = bridges.acquire(settings.home, self._opener)
+                if settings.lend_llm and not self._lent and not core_has_llm(settings.home):
+                    self._lent = lend()
+                    if self._lent:
+                        overrides["llm__provider"] = "host"  # the core borrows Hermes' model
+                self._bridge = bridges.acquire(settings.home, self._opener, overrides)
             bridge = self._bridge
+            self._spool = bridge.spool
             self._shut = False
         bridge.warm()  # open the store off the turn thread; the first prefetch waits within budget
 
@@ -127,11 +149,14 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
             self._shut = True
             bridge, self._bridge = self._bridge, None
             closers, self._closers = list(self._closers), []
+            lent, self._lent = self._lent, False
         end = time.monotonic() + SHUTDOWN_BOUND_S
         for thread in closers:
             thread.join(max(0.0, min(SESSION_END_BOUND_S, end - time.monotonic() - 1.0)))
         if bridge is not None:
             bridges.release(bridge, timeout=max(0.5, end - time.monotonic()))
+        if lent:
+            unlend()
 
     # -- prompt ---------------------------------------------------------------------------------
     def system_prompt_block(self, **_: Any) -> str:
@@ -234,35 +259,34 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
     ) -> None:
         """Durable on return: ``turn_end`` from a snapshot of this turn taken now."""
         with self._lock:
-            if not self._writes or self._bridge is None:
+            if not self._writes or self._spool is None:
                 return
-            bridge = self._bridge
+            bridge = self._bridge  # None after shutdown: the turn is spooled, not lost
+            spool = self._spool
             session = session_id or self._session_id
             namespace = self._namespace
             hints = self._hints()
-            timeout = self._settings.sync_timeout_s if self._settings else 60.0
+            timeout = (
+                4.0 if self._shut else (self._settings.sync_timeout_s if self._settings else 60.0)
+            )
         snapshot = list(messages) if messages else None
         state = self._ledger.claim(session, user_content or "")
         tool_calls, thinking = extract_turn(snapshot, user_content or "")
-        episode_id = state.episode_id
-        if episode_id is None:  # recall was skipped or cut off: route the turn now (same turn key)
-            turn = TurnInput(
-                agent=AGENT,
-                session_id=session,
-                user_text=user_content,
-                ts=state.started_ms,
-                namespace=namespace,
-                turn_key=state.key,
-                context_hints=hints,
-            )
-            routed = bridge.call(lambda core: core.turn_start(turn), timeout=timeout)
-            episode_id = routed.query.episode_id
+        turn = TurnInput(
+            agent=AGENT,
+            session_id=session,
+            user_text=user_content,
+            ts=state.started_ms,
+            namespace=namespace,
+            turn_key=state.key,
+            context_hints=hints,
+        )
         result = TurnResult(
             agent=AGENT,
             session_id=session,
             agent_text=assistant_content or "",
             ts=_now_ms(),
-            episode_id=episode_id,
+            episode_id=state.episode_id,
             namespace=namespace,
             tool_calls=tool_calls,
             agent_thinking=thinking,
@@ -270,12 +294,24 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
             turn_key=state.key,
             user_text=user_content,
         )
+        if bridge is None or not bridge.ready(SYNC_OPEN_WAIT_S):
+            # the core is still opening (or already closed): hand the turn over durably instead
+            spool.put(turn, result)
+            return
         try:
-            bridge.call(lambda core: core.turn_end(result), timeout=timeout)
+            if result.episode_id is None:  # recall was skipped or cut off: route now, same key
+                routed = bridge.call(lambda core: core.turn_start(turn), timeout=timeout)
+                result = replace(result, episode_id=routed.query.episode_id)
+            try:
+                bridge.call(lambda core: core.turn_end(result), timeout=timeout)
+            except StratamemError as exc:
+                if exc.code is not ErrorCode.TRANSPORT_CLOSED:
+                    raise
+                bridge.call(lambda core: core.turn_end(result), timeout=timeout)  # once more
         except StratamemError as exc:
-            if exc.code is not ErrorCode.TRANSPORT_CLOSED:
+            if exc.code not in _SPOOL_CODES:
                 raise
-            bridge.call(lambda core: core.turn_end(result), timeout=timeout)  # reconnect once
+            spool.put(turn, result)
 
     # -- session boundaries ---------------------------------------------------------------------
     def on_pre_compress(self, messages: list[dict[str, Any]], **_: Any) -> str:
