@@ -1,0 +1,117 @@
+"""SIGKILL of the service with captures queued: after a restart every acknowledged turn/end (every
+turn the listener spooled) is captured exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import grpc
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import start_server, stop_server
+
+from stratamem.contract.dtos import ListQuery
+from stratamem.contract.remote import RemoteCore
+from stratamem.dsh.spool import append_line, spool_path
+from stratamem.hosts.dsh.v1 import dsh_pb2 as pb
+from stratamem.hosts.dsh.v1 import dsh_pb2_grpc
+
+SESSIONS = ("k-a", "k-b", "k-c", "k-d")
+TURNS = 15
+
+
+def spool_turn(home: Path, sid: str, turn: int) -> None:
+    """Exactly what the plugin's turn/end listener appends (write + fsync) before returning."""
+    now = int(time.time() * 1000)
+    append_line(
+        spool_path(home),
+        {
+            "v": 1,
+            "key": f"{sid}:{turn}",
+            "session": {
+                "ref": f"obj-{sid}",
+                "session_id": sid,
+                "cwd": "/w",
+                "profile_id": "default",
+            },
+            "turn": turn,
+            "user_text": f"{sid} question {turn}",
+            "started_at": now - 10,
+            "ended_at": now,
+            "events": [
+                {
+                    "type": "assistant/message",
+                    "time": now,
+                    "data": {
+                        "turn": turn,
+                        "message": {"content": [{"type": "text", "text": "ok"}]},
+                    },
+                }
+            ],
+        },
+    )
+
+
+def stub(home: Path) -> tuple[grpc.Channel, dsh_pb2_grpc.DshHostStub]:
+    channel = grpc.insecure_channel(f"unix:{home / 'run' / 'stratamem.sock'}")
+    return channel, dsh_pb2_grpc.DshHostStub(channel)
+
+
+def done_keys(home: Path) -> list[str]:
+    path = spool_path(home).with_name("spool.done")
+    if not path.exists():
+        return []
+    return [json.loads(line)["key"] for line in path.read_text().splitlines() if line.strip()]
+
+
+async def traces_per_text(home: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    async with RemoteCore(f"unix:{home / 'run' / 'stratamem.sock'}") as core:
+        for sid in SESSIONS:
+            for t in await core.list_traces(
+                ListQuery(session_id=sid, include_all_namespaces=True, limit=200)
+            ):
+                counts[t.user_text] = counts.get(t.user_text, 0) + 1
+    return counts
+
+
+def test_sigkill_with_queued_captures_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    proc = start_server(home)
+    try:
+        channel, dsh = stub(home)
+        for turn in range(1, TURNS + 1):
+            for sid in SESSIONS:
+                spool_turn(home, sid, turn)
+        queued = dsh.NotifySpool(pb.SpoolNotice(), timeout=10).queued
+        pending = dsh.Status(pb.StatusRequest(), timeout=10).pending
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        channel.close()
+    finally:
+        stop_server(proc)
+    assert queued == len(SESSIONS) * TURNS
+    assert pending > 0, "the kill must hit a non-empty queue"
+    assert len(done_keys(home)) < len(SESSIONS) * TURNS
+
+    proc = start_server(home)  # start-up resumes the spool
+    try:
+        deadline = time.monotonic() + 120
+        while len(set(done_keys(home))) < len(SESSIONS) * TURNS and time.monotonic() < deadline:
+            time.sleep(0.1)
+        keys = done_keys(home)
+        assert sorted(set(keys)) == sorted(
+            f"{s}:{t}" for s in SESSIONS for t in range(1, TURNS + 1)
+        )
+        assert len(keys) == len(set(keys))
+        counts = asyncio.run(traces_per_text(home))
+        expected = {f"{s} question {t}" for s in SESSIONS for t in range(1, TURNS + 1)}
+        assert set(counts) == expected
+        assert set(counts.values()) == {1}, {k: v for k, v in counts.items() if v != 1}
+    finally:
+        stop_server(proc)
