@@ -127,6 +127,7 @@ class Service:
         self.tcp_address: str | None = None
         self.serve_json = sockets.run_dir(self.home) / SERVE_JSON
         self._unregister_llm: Any = None
+        self._workspace: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ building
     def _server(self, principal_of: Any, interceptors: list[Any]) -> grpc.aio.Server:
@@ -149,7 +150,7 @@ class Service:
             from stratamem.core.server.workspace_service import add_workspace_service
         except ImportError:
             return  # not wired: the service answers UNIMPLEMENTED
-        add_workspace_service(server, self.core, wrapper)
+        add_workspace_service(server, self.core, wrapper, self._workspace)
 
     def _add_host_services(self, server: grpc.aio.Server, wrapper: Wrapper) -> None:
         from stratamem.core.plugins import collect
@@ -256,6 +257,10 @@ class Service:
         if self._unregister_llm is not None:
             self._unregister_llm()
             self._unregister_llm = None
+        memory = self._workspace.pop("memory", None)
+        if memory is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(memory.close)
         with contextlib.suppress(FileNotFoundError):
             self.serve_json.unlink()
         if self.socket_path is not None:

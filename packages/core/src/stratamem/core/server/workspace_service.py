@@ -1,0 +1,238 @@
+"""``stratamem.v1.WorkspaceMemoryService`` over ``stratamem.core.workspace.WorkspaceMemory``.
+
+Only project roots listed in ``workspace.roots`` of the home's config are served (anything else is
+``permission_denied``); file and index work runs in a worker thread, never on the server loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from google.protobuf import message_factory
+
+from stratamem.core.server.rpc import Call, Wrapper
+from stratamem.v1 import workspace_pb2 as w
+
+
+def _record(r: Any) -> w.RecallRecord:
+    src = w.RecallSource()
+    for name in ("task_id", "agent_id", "session_id", "origin"):
+        value = getattr(r, name)
+        if value is not None:
+            setattr(src, name, value)
+    return w.RecallRecord(
+        id=r.id,
+        project_id=r.project_id,
+        kind=r.kind,
+        content=r.content,
+        content_hash=r.content_hash,
+        tags=list(r.tags),
+        source=src,
+        kg_node_ids=list(r.kg_node_ids),
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
+
+
+def _opt(msg: Any, name: str) -> Any:
+    return getattr(msg, name) if msg.HasField(name) else None
+
+
+class WorkspaceServicer:
+    """Handlers bound to one ``WorkspaceMemory`` (created lazily from the core's home and config)."""
+
+    def __init__(self, core: Any, wrapper: Wrapper, shared: dict[str, Any]) -> None:
+        self.core = core
+        self.w = wrapper
+        self._shared = shared  # one WorkspaceMemory per service, whichever listener is asked
+
+    @property
+    def memory(self) -> Any:
+        if self._shared.get("memory") is None:
+            from stratamem.core.workspace.service import WorkspaceMemory
+
+            roots = list(self.core.config.get("workspace", {}).get("roots") or [])
+            embedder = getattr(self.core, "embedder", None)
+            self._shared["memory"] = WorkspaceMemory(
+                self.core.home,
+                embedder_factory=(lambda: embedder) if embedder is not None else None,
+                allowed_roots=roots,
+            )
+        return self._shared["memory"]
+
+    async def _run(self, fn: Callable[[], Any]) -> Any:
+        return await asyncio.to_thread(fn)
+
+    async def DescribeBackend(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
+        b = await self._run(lambda: self.memory.backend(self.memory.root(req.root)))
+        c = b.capabilities
+        caps = w.WorkspaceBackendCapabilities(
+            readable=c.readable,
+            writable=c.writable,
+            supports_atomic_write=c.supports_atomic_write,
+            has_conflict_resolution=c.has_conflict_resolution,
+            persistent=c.persistent,
+        )
+        return w.WorkspaceBackendInfo(
+            type=b.type, name=getattr(b, "name", b.type), capabilities=caps
+        )
+
+    async def Bootstrap(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
+        created = await self._run(lambda: self.memory.bootstrap(req.root))
+        return w.WorkspaceBootstrapResponse(created=[str(x) for x in created])
+
+    async def Read(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
+        r = await self._run(lambda: self.memory.read(req.root))
+        return w.WorkspaceReadResult(
+            content=r.content, exists=r.exists, path=r.path, backend=r.backend
+        )
+
+    async def Write(self, req: w.WorkspaceWriteRequest, call: Call) -> Any:
+        r = await self._run(lambda: self.memory.write(req.root, req.content))
+        return w.WorkspaceWriteResult(
+            success=r.success, path=r.path, bytes_written=r.bytes_written, backend=r.backend
+        )
+
+    async def Get(self, req: w.WorkspaceGetRequest, call: Call) -> Any:
+        r = await self._run(
+            lambda: self.memory.get(
+                req.root, req.path or "MEMORY.md", _opt(req, "start_line"), _opt(req, "line_count")
+            )
+        )
+        return w.WorkspaceGetResult(
+            path=r.path,
+            content=r.content,
+            start_line=r.start_line,
+            end_line=r.end_line,
+            total_lines=r.total_lines,
+        )
+
+    async def Search(self, req: w.WorkspaceSearchRequest, call: Call) -> Any:
+        hits = await self._run(lambda: self.memory.search(req.root, req.query, _opt(req, "limit")))
+        return w.WorkspaceSearchResponse(
+            hits=[
+                w.WorkspaceSearchHit(
+                    path=h.path,
+                    start_line=h.start_line,
+                    end_line=h.end_line,
+                    snippet=h.snippet,
+                    score=h.score,
+                    heading=h.heading,
+                    source=h.source,
+                )
+                for h in hits
+            ]
+        )
+
+    async def Exists(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
+        return w.WorkspaceExistsResponse(
+            exists=await self._run(lambda: self.memory.exists(req.root))
+        )
+
+    async def ListFiles(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
+        files = await self._run(lambda: self.memory.list_files(req.root))
+        return w.WorkspaceListFilesResponse(
+            files=[
+                w.WorkspaceFileInfo(
+                    path=f.path, name=f.name, size=f.size, modified_at=f.modified_at, kind=f.kind
+                )
+                for f in files
+            ]
+        )
+
+    async def ReadFile(self, req: w.WorkspaceFileRequest, call: Call) -> Any:
+        content = await self._run(lambda: self.memory.read_file(req.root, req.path))
+        return w.WorkspaceFileContent(path=req.path, content=content)
+
+    async def WriteFile(self, req: w.WorkspaceWriteFileRequest, call: Call) -> Any:
+        r = await self._run(lambda: self.memory.write_file(req.root, req.path, req.content))
+        return w.WorkspaceWriteResult(
+            success=r.success, path=r.path, bytes_written=r.bytes_written, backend=r.backend
+        )
+
+    async def AppendRecall(self, req: w.AppendRecallRequest, call: Call) -> Any:
+        source = (
+            {
+                k: v
+                for k in ("task_id", "agent_id", "session_id", "origin")
+                if (v := _opt(req.source, k))
+            }
+            if req.HasField("source")
+            else None
+        )
+        r = await self._run(
+            lambda: self.memory.append_recall(
+                req.root,
+                req.kind,
+                req.content,
+                tags=list(req.tags),
+                source=source,
+                kg_node_ids=list(req.kg_node_ids),
+            )
+        )
+        out = w.AppendRecallResponse(accepted=r.accepted, record=_record(r.record))
+        if r.duplicate_reason is not None:
+            out.duplicate_reason = r.duplicate_reason
+        if r.similarity is not None:
+            out.similarity = r.similarity
+        return out
+
+    async def SearchRecall(self, req: w.SearchRecallRequest, call: Call) -> Any:
+        def run() -> Any:
+            provider = self.memory.default_vector_provider() if req.vector else None
+            return self.memory.search_recall(
+                req.root,
+                req.query,
+                kinds=list(req.kinds) or None,
+                tags=list(req.tags) or None,
+                limit=_opt(req, "limit"),
+                vector_provider=provider,
+            )
+
+        r = await self._run(run)
+        return w.SearchRecallResponse(
+            mode=r.mode,
+            hits=[w.RecallHit(record=_record(h.record), score=h.score) for h in r.hits],
+            capabilities=dict(r.capabilities),
+        )
+
+    async def RecalledContext(self, req: w.RecalledContextRequest, call: Call) -> Any:
+        text = await self._run(
+            lambda: self.memory.recalled_context(
+                req.root, req.prompt, req.query, _opt(req, "limit")
+            )
+        )
+        return w.WorkspaceText(text=text)
+
+    async def InstructionContext(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
+        ctx = await self._run(lambda: self.memory.instruction_context(req.root))
+        out = w.WorkspaceInstructionContext(backend_type=ctx.backend_type, enabled=ctx.enabled)
+        if ctx.instruction_path_hint is not None:
+            out.instruction_path_hint = ctx.instruction_path_hint
+        return out
+
+    async def BuildInstructions(self, req: w.BuildInstructionsRequest, call: Call) -> Any:
+        text = await self._run(lambda: self.memory.build_instructions(req.root, req.role))
+        return w.WorkspaceText(text=text)
+
+    def generic_handler(self) -> grpc.GenericRpcHandler:
+        service = w.DESCRIPTOR.services_by_name["WorkspaceMemoryService"]
+        handlers: dict[str, grpc.RpcMethodHandler] = {}
+        for method in service.methods:
+            req_cls = message_factory.GetMessageClass(method.input_type)
+            handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+                self.w.unary(
+                    f"WorkspaceMemoryService/{method.name}", getattr(self, method.name), req_cls
+                ),
+                response_serializer=lambda msg: msg.SerializeToString(),
+            )
+        return grpc.method_handlers_generic_handler(service.full_name, handlers)
+
+
+def add_workspace_service(
+    server: grpc.aio.Server, core: Any, wrapper: Wrapper, shared: dict[str, Any]
+) -> None:
+    server.add_generic_rpc_handlers((WorkspaceServicer(core, wrapper, shared).generic_handler(),))
