@@ -1,5 +1,5 @@
 """Fuzzing the edge: thousands of malformed and oversized requests for every request message of the
-service each get a typed INVALID_ARGUMENT; the server keeps serving and the store is unchanged."""
+memory and workspace services each get a typed INVALID_ARGUMENT; the server keeps serving and the store is unchanged."""
 
 from __future__ import annotations
 
@@ -22,10 +22,15 @@ from stratamem.contract.errors import ERROR_CODE_METADATA_KEY
 from stratamem.core.local import open_local_core
 from stratamem.core.server.app import Service
 from stratamem.core.server.limits import MAX_STRING_CHARS
-from stratamem.v1 import memory_pb2
+from stratamem.v1 import memory_pb2, workspace_pb2
 
 SERVICE = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"]
-METHODS = [(m.name, m.input_type, m.server_streaming) for m in SERVICE.methods]
+WORKSPACE = workspace_pb2.DESCRIPTOR.services_by_name["WorkspaceMemoryService"]
+METHODS = [
+    (f"{svc.full_name}/{m.name}", m.input_type, m.server_streaming)
+    for svc in (SERVICE, WORKSPACE)
+    for m in svc.methods
+]
 TYPED = {"invalid_argument", "protocol_error"}
 
 
@@ -158,7 +163,7 @@ def oversized(draw: st.DrawFn, desc: Descriptor) -> bytes:
 
 
 def _call(served: Served, method: str, streaming: bool, payload: bytes) -> grpc.RpcError | None:
-    path = f"/{SERVICE.full_name}/{method}"
+    path = f"/{method}"
     try:
         if streaming:
             stream = served.channel.unary_stream(path)(payload, timeout=10)
