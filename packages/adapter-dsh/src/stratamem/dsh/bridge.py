@@ -21,7 +21,7 @@ from stratamem.core.telemetry import get_logger
 from stratamem.dsh.capture import TurnRecord, plan_capture
 from stratamem.dsh.context_block import CONTEXT_MAX_CHARS
 from stratamem.dsh.namespace import SessionInfo
-from stratamem.dsh.queues import SerialQueues
+from stratamem.dsh.queues import Job, SerialQueues
 from stratamem.dsh.recall import RecallOutcome, TurnStates, recall
 from stratamem.dsh.spool import Spool
 from stratamem.dsh.tools import TOOL_RESULT_MAX_CHARS, DshTools
@@ -129,11 +129,15 @@ class DshBridge:
             if record.key in self._queued:
                 continue  # turn/end emitted twice, or a second process spooled it too
             self._queued.add(record.key)
-            self.queues.enqueue(
-                record.session.session_id, lambda r=record: self._capture(r), record.key
-            )
+            self.queues.enqueue(record.session.session_id, self._capture_job(record), record.key)
             queued += 1
         return queued
+
+    def _capture_job(self, record: TurnRecord) -> Job:
+        return lambda: self._capture(record)
+
+    def _close_job(self, sid: str) -> Job:
+        return lambda: self._close(sid)
 
     async def _capture(self, record: TurnRecord) -> None:
         sid = record.session.session_id
@@ -176,7 +180,7 @@ class DshBridge:
         if sid not in self._sessions or sid in self._closed:
             return
         self._closed.add(sid)
-        self.queues.enqueue(sid, lambda: self._close(sid), f"close:{sid}")
+        self.queues.enqueue(sid, self._close_job(sid), f"close:{sid}")
 
     async def _close(self, sid: str) -> None:
         self._episodes.pop(sid, None)
@@ -201,7 +205,7 @@ class DshBridge:
         if close_sessions:
             for sid in sorted(self._sessions - self._closed):
                 self._closed.add(sid)
-                self.queues.enqueue(sid, lambda s=sid: self._close(s), f"close:{sid}")
+                self.queues.enqueue(sid, self._close_job(sid), f"close:{sid}")
                 closed += 1
         drained = await self.queues.drain(max(0.0, end - time.monotonic()))
         return DrainReport(drained, self.queues.pending, closed)

@@ -161,13 +161,13 @@ def plan_capture(record: TurnRecord) -> CapturePlan | None:
                     started_at=time_ms or None,
                 )
         elif etype == TOOL_RESULT:
-            call_id, output, is_error = _tool_result(data)
-            if call_id is None:
+            result_id, output, is_error = _tool_result(data)
+            if result_id is None:
                 continue
-            tool = tools.get(call_id)
+            tool = tools.get(result_id)
             if tool is None:
-                order.append(call_id)
-                tool = tools[call_id] = _Tool(call_id, "tool")
+                order.append(result_id)
+                tool = tools[result_id] = _Tool(result_id, "tool")
             surface = event.get("surfaceOp")
             tool.output = output
             if isinstance(surface, dict) and surface.get("op") == "replace" and tool.done:

@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from stratamem.contract.dtos import RetrievalQuery
 from stratamem.contract.protocol import MemoryCore
@@ -142,7 +143,7 @@ async def recall(
     )
 
 
-def _observe(task: asyncio.Future[object]) -> None:
+def _observe(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
 

@@ -1,0 +1,114 @@
+"""``stratamem dsh install``, the context block cap, the namespace resolver, tool argument checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stratamem.contract.dtos import ListQuery
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core import LocalCore
+from stratamem.core.cli import main
+from stratamem.dsh.bridge import DshBridge
+from stratamem.dsh.context_block import TRUNCATION_SUFFIX, context_block
+from stratamem.dsh.install import DEFAULT_CONFIG, bundle_patch, plugin_entry
+from stratamem.dsh.namespace import SessionInfo, resolve_namespace
+from stratamem.dsh.recall import recall_budget_ms
+from stratamem.dsh.spool import spool_path
+
+INFO = SessionInfo(ref="o1", session_id="dsh-9", agent_preset="reviewer", cwd="/repo")
+
+
+def test_install_prints_a_patch_row_with_every_key_and_the_dsh_home(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh"))
+    assert main(["dsh", "install", "--profile", "work"]) == 0
+    out = capsys.readouterr().out
+    assert f'name: "{plugin_entry()}"' in out and plugin_entry().is_file()
+    assert f'home: "{tmp_path / "dsh" / "stratamem"}"' in out
+    assert 'profileId: "work"' in out and "recallTimeoutMs: 3000" in out
+    for key in DEFAULT_CONFIG:
+        assert f"      {key}: " in out
+
+
+def test_install_writes_the_patch_file_and_refuses_a_bad_profile(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "stratamem.patch.yml"
+    assert main(["dsh", "install", "--dsh-home", str(tmp_path), "--write", str(target)]) == 0
+    assert target.read_text() == bundle_patch(dsh_home=str(tmp_path))
+    with pytest.raises(StratamemError) as err:
+        bundle_patch(profile="../evil")
+    assert err.value.code == ErrorCode.INVALID_ARGUMENT
+
+
+def test_context_block_wraps_caps_and_skips_empty() -> None:
+    assert context_block("   ") == ""
+    short = context_block("a fact")
+    assert short == "<memos_context>\na fact\n</memos_context>"
+    long = context_block("x" * 10_000)
+    assert len(long) == 6000 and long.endswith(TRUNCATION_SUFFIX)
+    assert len(context_block("y" * 1000, 10)) == 256  # the 256 minimum of contextMaxChars
+
+
+def test_recall_budget_is_capped_at_3000_and_floored_at_100() -> None:
+    assert [recall_budget_ms(v) for v in (None, 0, 50, 500, 3000, 9000)] == [
+        3000,
+        3000,
+        100,
+        500,
+        3000,
+        3000,
+    ]
+
+
+def test_namespace_resolver_maps_preset_cwd_and_session() -> None:
+    ns = resolve_namespace(INFO)
+    assert (ns.agent_kind, ns.profile_id, ns.workspace_path, ns.session_key) == (
+        "dsh",
+        "reviewer",
+        "/repo",
+        "dsh-9",
+    )
+    bare = resolve_namespace(SessionInfo(ref="o", session_id="s", profile_id="team"))
+    assert (bare.profile_id, bare.workspace_path) == ("team", None)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("memos_search", {}),
+        ("memos_search", {"query": "x", "maxResults": 0}),
+        ("memos_search", {"query": "x", "tier2topK": 101}),
+        ("memos_search", {"query": "x", "sessionScope": "yes"}),
+        ("memos_get", {"id": "t1", "kind": "skill"}),
+        ("memos_timeline", {"episodeId": "e", "limit": 0}),
+        ("memos_environment", {"limit": 31}),
+        ("memos_skill_list", {"status": "deleted"}),
+        ("memos_skill_get", {"id": ""}),
+    ],
+)
+async def test_bad_tool_arguments_are_typed_errors_that_change_nothing(
+    bridge: DshBridge, core: LocalCore, name: str, args: dict[str, object]
+) -> None:
+    with pytest.raises(StratamemError) as err:
+        await bridge.tool(name, args, INFO)
+    assert err.value.code == ErrorCode.INVALID_ARGUMENT
+    assert await core.list_traces(ListQuery(include_all_namespaces=True)) == []
+
+
+async def test_unknown_tool_is_refused(bridge: DshBridge) -> None:
+    with pytest.raises(StratamemError) as err:
+        await bridge.tool("memos_delete_everything", {}, INFO)
+    assert err.value.code == ErrorCode.UNKNOWN_METHOD
+
+
+async def test_torn_or_foreign_spool_lines_are_skipped(bridge: DshBridge, core: LocalCore) -> None:
+    path = spool_path(core.home)
+    with path.open("ab") as fh:
+        fh.write(b"not json\n")
+        fh.write(json.dumps(["a", "list"]).encode() + b"\n")
+        fh.write(b'{"key": "torn')  # a crash mid-append: no newline yet
+    assert bridge.poll_spool() == 0
+    assert bridge.queues.pending == 0
