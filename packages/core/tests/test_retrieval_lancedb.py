@@ -19,7 +19,12 @@ from stratamem.core.capture import build_trace_drafts
 from stratamem.core.embedding.loader import load_embedder
 from stratamem.core.retrieval import RetrievalContext, retrieve
 from stratamem.core.retrieval.engine import _Run
-from stratamem.core.storage.schemas import skills_schema, traces_schema, world_models_schema
+from stratamem.core.storage.schemas import (
+    policies_schema,
+    skills_schema,
+    traces_schema,
+    world_models_schema,
+)
 
 NS = Namespace("hermes", "default")
 OTHER = Namespace("openclaw", "default")
@@ -600,3 +605,86 @@ async def test_full_mode_builds_episode_rollups_from_several_steps(tmp_path: Pat
     )
     await lw.collect()
     assert not [p for p in lw.pools if p.ref_kind == "episode"]  # lightweight mode has no roll-ups
+
+
+def _policy(
+    pid: str,
+    title: str,
+    *,
+    episodes: list[str],
+    feedback: list[str],
+    guidance: dict[str, list[str]],
+) -> dict[str, Any]:
+    text = f"{title}\nWhen staging Postgres connections fail, check the non-default port first."
+    return {
+        "id": pid,
+        "title": title,
+        "trigger": "staging database connection refused",
+        "procedure": "connect with -p 5433",
+        "verification": "psql connects",
+        "boundary": "staging only",
+        "support": 2,
+        "gain": 0.3,
+        "status": "active",
+        "experience_type": "repair_validated",
+        "evidence_polarity": "positive",
+        "salience": 0.4,
+        "confidence": 0.7,
+        "skill_eligible": True,
+        "guidance_json": json.dumps(guidance),
+        "source_episode_ids": episodes,
+        "source_feedback_ids": feedback,
+        "source_trace_ids": [],
+        "created_at": BASE_TS,
+        "updated_at": BASE_TS,
+        "edited_at": None,
+        "search_text": text,
+        "owner_agent_kind": NS.agent_kind,
+        "owner_profile_id": NS.profile_id,
+        "owner_workspace_id": None,
+        "share_scope": "private",
+        "share_target": None,
+        "shared_at": None,
+        "vec": embedder().embed_documents([text])[0].tolist(),
+    }
+
+
+async def test_full_mode_adds_feedback_experiences_and_linked_policy_guidance(
+    tmp_path: Path,
+) -> None:
+    tables = await open_tables(tmp_path, trace_rows(FACTS))
+    db = await lancedb.connect_async(str(tmp_path / "lance"))
+    rows = [
+        _policy(
+            "po_fb",
+            "Use port 5433 for staging",
+            episodes=[],
+            feedback=["fb_1"],
+            guidance={"preference": ["pass -p 5433 explicitly"], "anti_pattern": []},
+        ),
+        _policy(
+            "po_linked",
+            "Staging port habit",
+            episodes=["ep_staging"],
+            feedback=[],
+            guidance={"preference": [], "anti_pattern": ["assume port 5432 on staging"]},
+        ),
+    ]
+    tables["policies"] = await db.create_table(
+        "policies", data=pa.Table.from_pylist(rows, schema=policies_schema(embedder().dimension))
+    )
+    res = await ask(tables, "staging postgres connection refused, which port?", lightweight=False)
+    kinds = {(h.ref_kind, h.ref_id) for h in res.hits}
+    assert ("experience", "po_fb") in kinds and (
+        "experience",
+        "po_linked",
+    ) not in kinds  # only feedback-derived
+    assert ("trace", "tr_staging") in kinds
+    ctx = res.injected_context
+    assert "## Experiences" in ctx and "Trigger: staging database connection refused" in ctx
+    assert "**Avoid**" in ctx and "assume port 5432 on staging" in ctx  # linked through ep_staging
+    light = await ask(tables, "staging postgres connection refused, which port?", lightweight=True)
+    assert (
+        "## Experiences" not in light.injected_context
+        and "Decision guidance" not in light.injected_context
+    )

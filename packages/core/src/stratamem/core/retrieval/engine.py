@@ -454,7 +454,8 @@ class _Run:
             if self.plan.tiers and self.plan.limit > 0 and self.cq.text.strip():
                 await self.collect()
             ranked = self.rank()
-            result = self.render(ranked)
+            linked = await self.linked_policies(ranked)
+            result = self.render(ranked, linked)
             sp.set_attribute("hits", len(result.hits))
             sp.set_attribute("cut_off", result.cut_off)
             return result
@@ -534,17 +535,46 @@ class _Run:
             return world_model_snippet(row, score)
         return trace_snippet(row, score, self.ctx.tz_offset_minutes)
 
-    def guidance(self, ranked: Sequence[Ranked]) -> tuple[list[str], list[str]]:
+    async def linked_policies(self, ranked: Sequence[Ranked]) -> list[dict[str, Any]]:
+        """Active policies induced from the episodes of the kept traces/episodes (full mode)."""
+        table = self.table("policies")
+        if not self.plan.guidance or table is None:
+            return []
+        eps = sorted(
+            {
+                str(it.cand.row.get("episode_id") or it.cand.ref_id)
+                for it in ranked
+                if it.cand.ref_kind in ("trace", "episode")
+            }
+        )
+        if not eps:
+            return []
+        where = simple_where(
+            self.ctx.namespace,
+            [
+                "status = 'active'",
+                "array_has_any(source_episode_ids, make_array("
+                + ", ".join(q(e) for e in eps)
+                + "))",
+            ],
+        )
+        rows = await self.dl.run("guidance", lambda: table.query().where(where).limit(20).to_list())
+        return list(rows or [])
+
+    def guidance(
+        self, ranked: Sequence[Ranked], linked: Sequence[Mapping[str, Any]] = ()
+    ) -> tuple[list[str], list[str]]:
         if not self.plan.guidance:
             return [], []
         prefer: list[str] = []
         avoid: list[str] = []
-        for it in ranked:
-            if it.cand.ref_kind not in ("skill", "experience"):
-                continue
+        sources = [it.cand.row for it in ranked if it.cand.ref_kind in ("skill", "experience")]
+        for row in [*sources, *linked]:
             try:
-                g = json.loads(it.cand.row.get("guidance_json") or "{}")
+                g = json.loads(row.get("guidance_json") or "{}")
             except ValueError:
+                continue
+            if not isinstance(g, dict):
                 continue
             for src, dst in (
                 (g.get("preference"), prefer),
@@ -560,9 +590,11 @@ class _Run:
                         dst.append(str(line).strip())
         return prefer, avoid
 
-    def render(self, ranked: list[Ranked]) -> RetrievalResult:
+    def render(
+        self, ranked: list[Ranked], linked: Sequence[Mapping[str, Any]] = ()
+    ) -> RetrievalResult:
         snippets = [self.snippet(it) for it in ranked]
-        prefer, avoid = self.guidance(ranked)
+        prefer, avoid = self.guidance(ranked, linked)
         text = render_packet(self.query.reason, snippets, prefer, avoid)
         hits = []
         for it, sn in zip(ranked, snippets, strict=True):
