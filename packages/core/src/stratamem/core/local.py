@@ -15,7 +15,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,7 +37,6 @@ from stratamem.contract.dtos import (
     Skill,
     SkillGetOptions,
     SubagentOutcome,
-    TierLatency,
     ToolCall,
     ToolOutcome,
     Trace,
@@ -49,7 +48,7 @@ from stratamem.contract.dtos import (
     WorldModel,
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
-from stratamem.core import __version__, pipeline
+from stratamem.core import __version__, capture, retrieval, routing
 from stratamem.core.config import ensure_config_file, load_config
 from stratamem.core.events import EventBus
 from stratamem.core.home import prepare_home, resolve_home
@@ -113,17 +112,31 @@ def _load_embedder(section: dict[str, Any]) -> Any:
 
 
 def _load_llm(cfg: dict[str, Any]) -> Any:
-    mod = pipeline.optional_module("stratamem.core.llm")
-    fn = getattr(mod, "load_llm", None)
-    if fn is None or not cfg["llm"].get("provider"):
+    from stratamem.core.llm import load_llm
+
+    if not cfg["llm"].get("provider"):
         return None
     try:
-        return fn(cfg)
+        return load_llm(cfg)
     except StratamemError:
         raise
     except Exception as exc:  # an optional provider must not keep the core from starting
         _log.warning("llm.unavailable", error=str(exc))
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _TurnDraft:
+    """What capture needs for one user turn."""
+
+    user_text: str
+    agent_text: str
+    tool_calls: tuple[ToolCall, ...]
+    ts: int
+    turn_id: int
+    agent_thinking: str | None = None
+    reflection: str | None = None
+    lightweight: bool = True
 
 
 class LocalCore:
@@ -603,38 +616,31 @@ class LocalCore:
             raise bad("deadline_at must be an integer (epoch ms)", field="deadline_at")
 
     def _intent(self, text: str) -> Any:
-        """Intent (memos-core §5.1.2) via ``stratamem.core.routing``; ``None`` if it is unavailable."""
-        mod = pipeline.optional_module("stratamem.core.routing")
-        fn = getattr(mod, "classify_intent", None)
-        if fn is None:
-            return None
+        """Intent (memos-core §5.1.2); ``None`` (full recall) if the classifier fails."""
         try:
-            return fn(text)
+            return routing.classify_intent(text)
         except Exception as exc:
             _log.warning("routing.intent_failed", error=str(exc))
             return None
 
     def _relation(self, prev_user: str, prev_assistant: str, text: str, gap_ms: int) -> Any:
-        """Relation (§5.1.1) via ``stratamem.core.routing``; ``follow_up`` when unavailable."""
+        """Relation (§5.1.1); ``None`` (treated as follow_up) if the classifier fails."""
         max_gap = int(self.config["session"]["merge_max_gap_ms"])
-        mod = pipeline.optional_module("stratamem.core.routing")
-        fn = getattr(mod, "classify_relation", None)
-        if fn is not None:
-            try:
-                return fn(text, prev_user, prev_assistant, gap_ms, max_gap_ms=max_gap)
-            except Exception as exc:
-                _log.warning("routing.relation_failed", error=str(exc))
+        try:
+            return routing.classify_relation(
+                text, prev_user, prev_assistant, gap_ms, max_gap_ms=max_gap
+            )
+        except Exception as exc:
+            _log.warning("routing.relation_failed", error=str(exc))
         return None
 
     def _skip_recall(self, text: str, intent: Any, relation: Any) -> bool:
         """The injection scheduler (§5.7.1): chitchat/meta turns recall nothing."""
-        mod = pipeline.optional_module("stratamem.core.routing")
-        schedule = getattr(mod, "schedule_injection", None)
-        if schedule is None or intent is None:
+        if intent is None:
             return False
         try:
-            profile = mod.query_profile(text)
-            return bool(schedule(intent, relation, profile).skip)
+            profile = routing.query_profile(text)
+            return bool(routing.schedule_injection(intent, relation, profile).skip)
         except Exception as exc:
             _log.warning("routing.schedule_failed", error=str(exc))
             return False
@@ -868,61 +874,10 @@ class LocalCore:
     async def _retrieve(self, query: RetrievalQuery, ns: Namespace) -> RetrievalResult:
         pending = await self.wait_for_writes(query.deadline_at)
         pending = [r for r in pending if visible(r, ns)]
-        mod = pipeline.optional_module("stratamem.core.retrieval")
-        fn = getattr(mod, "retrieve", None)
-        if fn is not None:
-            out: RetrievalResult = await fn(
-                core=self, query=query, namespace=ns, pending=pending, config=self.config
-            )
-            return out
-        return await self._basic_retrieve(query, ns, pending)
-
-    async def _basic_retrieve(
-        self, query: RetrievalQuery, ns: Namespace, pending: list[dict[str, Any]]
-    ) -> RetrievalResult:
-        t0 = time.perf_counter()
-        rcfg = self.config["retrieval"]
-        limit = int(rcfg["tier2_top_k"])
-        if query.top_k is not None and query.top_k.tier2 is not None:
-            limit = query.top_k.tier2
-        if limit == 0:
-            return RetrievalResult(query=query)
-        pool = max(limit, limit * int(rcfg["candidate_pool_factor"]))
-        where = visibility_where(ns)
-        channels: list[list[str]] = []
-        rows: dict[str, dict[str, Any]] = {}
-        qvec = await self.embed_query(query.query)
-        if qvec is not None:
-            vec_rows = await self.store.vector_search(
-                "traces", "vec_summary", qvec, where, pool, columns=TRACE_COLUMNS
-            )
-            vec_rows = [
-                r for r in vec_rows if 1 - float(r["_distance"]) >= float(rcfg["min_trace_sim"])
-            ]
-            channels.append([r["id"] for r in vec_rows])
-            rows.update({r["id"]: r for r in vec_rows})
-        fts_rows = await self.store.fts_search(
-            "traces",
-            query.query,
-            where,
-            max(pool, int(rcfg["keyword_top_k"])),
-            columns=TRACE_COLUMNS,
+        out: RetrievalResult = await retrieval.retrieve(
+            core=self, query=query, namespace=ns, pending=pending, config=self.config
         )
-        channels.append([r["id"] for r in fts_rows])
-        rows.update({r["id"]: r for r in fts_rows})
-        lex = pipeline.lexical_match(query.query, pending)[:pool]
-        channels.append([r["id"] for r in lex])
-        rows.update({r["id"]: r for r in lex})
-        fused = pipeline.rrf_fuse(channels, int(rcfg["rrf_constant"]))[:limit]
-        chosen = [rows[i] for i, _ in fused]
-        scores = dict(fused)
-        return RetrievalResult(
-            query=query,
-            hits=pipeline.hits_for(chosen, scores),
-            injected_context=pipeline.render_traces(query.reason, chosen),
-            tier_latency_ms=TierLatency(tier2=(time.perf_counter() - t0) * 1000),
-            packet_id=new_id("sp"),
-        )
+        return out
 
     # ------------------------------------------------------------------ turn end
     def _check_turn_result(self, result: TurnResult) -> None:
@@ -1032,7 +987,7 @@ class LocalCore:
         )
         turn_id = int(users[0]["ts"]) if users else result.ts
         rows = self._capture(
-            pipeline.TurnDraft(
+            _TurnDraft(
                 user_text=user_text,
                 agent_text=result.agent_text,
                 tool_calls=tuple(result.tool_calls),
@@ -1133,14 +1088,10 @@ class LocalCore:
         return TurnEndAck(trace_id=trace_id, episode_id=eid, journal_seq=seq)
 
     def _capture(
-        self, draft: pipeline.TurnDraft, result: TurnResult, ns: Namespace, episode_id: str
+        self, draft: _TurnDraft, result: TurnResult, ns: Namespace, episode_id: str
     ) -> list[dict[str, Any]]:
-        """Trace rows (no vectors; ``_embed`` says what the writer embeds) via ``stratamem.core.capture``."""
-        mod = pipeline.optional_module("stratamem.core.capture")
-        build = getattr(mod, "build_trace_drafts", None)
-        if build is None:
-            return pipeline.basic_trace_rows(draft, self.config)
-        drafts = build(
+        """Trace rows (no vectors; ``_embed`` says what the writer embeds)."""
+        drafts = capture.build_trace_drafts(
             draft.user_text,
             replace(result, namespace=ns, episode_id=episode_id),
             lightweight=self.lightweight,
