@@ -66,7 +66,7 @@ def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchab
     assert json.loads(inst.stdout)["changed"] is True
     cfg_path = run.openclaw_home / "openclaw.json"
     doc = Json5Document(cfg_path.read_text())
-    doc.set(("plugins", "entries", "stratamem", "config", "idleExitSeconds"), 15)
+    doc.set(("plugins", "entries", "stratamem", "config", "idleExitSeconds"), 60)
     doc.set(
         ("plugins", "entries", "stratamem", "config", "logFile"), str(tmp_path / "plugin.jsonl")
     )
@@ -96,7 +96,7 @@ def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchab
         else None
     )
     if serve:  # the plugin started the server; it exits by itself once OpenClaw is quiet
-        deadline = time.time() + 90
+        deadline = time.time() + 180
         while _pid_alive(int(serve["pid"])) and time.time() < deadline:
             time.sleep(1)
         assert not _pid_alive(int(serve["pid"])), "stratamem serve did not exit when idle"

@@ -33,6 +33,7 @@ from stratamem.openclaw.transcript import (
     merge_observed,
     visible_user_texts,
 )
+from stratamem.openclaw.workspace import OpenClawWorkspace
 
 log = get_logger("openclaw.host")
 
@@ -93,8 +94,14 @@ class _SessionState:
 class OpenClawHost:
     """Per-process adapter state keyed by OpenClaw's run ids and session keys."""
 
-    def __init__(self, core: MemoryCore, turn_start_budget_ms: int = TURN_START_BUDGET_MS) -> None:
+    def __init__(
+        self,
+        core: MemoryCore,
+        turn_start_budget_ms: int = TURN_START_BUDGET_MS,
+        workspace: OpenClawWorkspace | None = None,
+    ) -> None:
         self.core = core
+        self.workspace = workspace
         self.budget_ms = turn_start_budget_ms
         self.cursor = TranscriptCursor()
         self._inbound: OrderedDict[str, tuple[str, int]] = OrderedDict()
@@ -216,6 +223,12 @@ class OpenClawHost:
                 )
                 injected = sub.injected_context
         block = render_context_block(injected)
+        if self.workspace is not None:
+            section = await self.workspace.recalled_section(
+                ctx.workspace_dir, text, (deadline - now_ms()) / 1000
+            )
+            if section.strip():
+                block = f"{block}\n{section.strip()}" if block else section.strip()
         return PromptBuildResult(
             prepend_context=block + "\n\n" if block else "",
             skip_reason="" if block else "no_hits",

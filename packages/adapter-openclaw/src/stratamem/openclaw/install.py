@@ -5,6 +5,7 @@ it in the memory slot with conversation access. Idempotent; reports every change
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +24,7 @@ PLUGIN_ID = "stratamem"
 PLUGIN_FILES = ("index.js", "openclaw.plugin.json", "package.json")
 DESCRIPTOR_NAME = "proto/openclaw.desc"
 MARKER = ".stratamem-managed"
+WORKSPACE_TOOLS = "workspace-tools.json"
 
 
 @dataclass
@@ -76,9 +78,19 @@ def socket_for(home: Path) -> str:
 
 
 def plugin_files() -> dict[str, bytes]:
+    """The plugin as installed: the JS files, the compiled schema, the workspace tool list
+    (and their names added to the manifest's ``contracts.tools``)."""
+    from stratamem.openclaw.workspace import tool_definitions
+
     root = resources.files("stratamem.openclaw") / "js"
     files = {name: (root / name).read_bytes() for name in PLUGIN_FILES}
     files[DESCRIPTOR_NAME] = descriptor_bytes()
+    workspace_tools = tool_definitions()
+    files[WORKSPACE_TOOLS] = (json.dumps(workspace_tools, indent=2) + "\n").encode()
+    manifest = json.loads(files["openclaw.plugin.json"])
+    names = manifest.setdefault("contracts", {}).setdefault("tools", [])
+    names += [t["name"] for t in workspace_tools if t["name"] not in names]
+    files["openclaw.plugin.json"] = (json.dumps(manifest, indent=2) + "\n").encode()
     return files
 
 

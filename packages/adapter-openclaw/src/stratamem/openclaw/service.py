@@ -10,6 +10,7 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
@@ -19,6 +20,7 @@ from stratamem.hosts.openclaw.v1 import openclaw_pb2 as pb
 from stratamem.hosts.openclaw.v1 import openclaw_pb2_grpc as pb_grpc
 from stratamem.openclaw import tools
 from stratamem.openclaw.host import HookCtx, OpenClawHost
+from stratamem.openclaw.workspace import OpenClawWorkspace, answer_text, tool_definitions
 
 log = get_logger("openclaw.service")
 
@@ -59,9 +61,15 @@ def _answer(a: tools.ToolAnswer) -> pb.ToolResponse:
 class OpenClawService:
     """Handlers of every RPC; ``last_call`` feeds the idle watchdog."""
 
-    def __init__(self, core: MemoryCore, host: OpenClawHost | None = None) -> None:
+    def __init__(
+        self,
+        core: MemoryCore,
+        host: OpenClawHost | None = None,
+        workspace: OpenClawWorkspace | None = None,
+    ) -> None:
         self.core = core
-        self.host = host or OpenClawHost(core)
+        self.workspace = workspace
+        self.host = host or OpenClawHost(core, workspace=workspace)
         self.last_call = time.monotonic()
 
     def _touch(self) -> None:
@@ -190,6 +198,25 @@ class OpenClawService:
         self._touch()
         return _answer(await tools.memos_skill_get(self.core, self._ns(req.ctx), req.id))
 
+    async def WorkspaceTool(self, req: pb.WorkspaceToolRequest, call: Any) -> pb.ToolResponse:
+        self._touch()
+        if self.workspace is None:
+            raise StratamemError(ErrorCode.UNSUPPORTED, "workspace memory is not available")
+        try:
+            arguments = json.loads(req.arguments_json or "{}")
+        except ValueError as exc:
+            raise StratamemError(ErrorCode.INVALID_ARGUMENT, "arguments_json is not JSON") from exc
+        result = await self.workspace.tool(req.ctx.workspace_dir, req.name, arguments)
+        return pb.ToolResponse(
+            text=answer_text(result),
+            details_json=json.dumps(result, default=str, ensure_ascii=False),
+        )
+
+    async def ListWorkspaceTools(
+        self, req: pb.WorkspaceToolListRequest, call: Any
+    ) -> pb.WorkspaceToolListResponse:
+        return pb.WorkspaceToolListResponse(tools_json=json.dumps(tool_definitions()))
+
 
 METHODS: tuple[str, ...] = (
     "MessageReceived",
@@ -207,6 +234,8 @@ METHODS: tuple[str, ...] = (
     "MemosEnvironment",
     "MemosSkillList",
     "MemosSkillGet",
+    "WorkspaceTool",
+    "ListWorkspaceTools",
 )
 
 
@@ -220,7 +249,9 @@ class _Bound:
 
 def add_to_server(server: Any, core: MemoryCore, context: Any) -> OpenClawService:
     """The ``register_host_services`` callback: wraps every handler with the server's Wrapper."""
-    service = OpenClawService(core)
+    home = getattr(core, "home", None) or getattr(context, "home", None)
+    workspace = OpenClawWorkspace(Path(home)) if home else None
+    service = OpenClawService(core, workspace=workspace)
     wrapper = getattr(context, "wrapper", None)
     handlers: dict[str, Callable[..., Awaitable[Any]]] = {}
     for name in METHODS:

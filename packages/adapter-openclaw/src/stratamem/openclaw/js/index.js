@@ -76,6 +76,16 @@ export const TOOL_SPECS = [
   },
 ];
 
+// written by `stratamem openclaw install` from the core's workspace tool definitions
+export function workspaceTools() {
+  try {
+    const defs = JSON.parse(fs.readFileSync(path.join(HERE, "workspace-tools.json"), "utf8"));
+    return Array.isArray(defs) ? defs.filter((d) => d && typeof d.name === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
 export function memoryPromptSection(availableTools) {
   const lines = ["## Memory (Stratamem)"];
   const blurbs = {
@@ -199,11 +209,19 @@ class Connection {
 
   async call(method, request, timeoutMs) {
     const started = Date.now();
-    const client = await this.ensure(timeoutMs);
-    const left = Math.max(50, timeoutMs - (Date.now() - started));
-    return new Promise((resolve, reject) => {
-      client[method](request, { deadline: new Date(Date.now() + left) }, (err, res) => (err ? reject(err) : resolve(res)));
-    });
+    for (let attempt = 0; ; attempt++) {
+      const client = await this.ensure(Math.max(50, timeoutMs - (Date.now() - started)));
+      const left = Math.max(50, timeoutMs - (Date.now() - started));
+      try {
+        return await new Promise((resolve, reject) => {
+          client[method](request, { deadline: new Date(Date.now() + left) }, (err, res) => (err ? reject(err) : resolve(res)));
+        });
+      } catch (err) {
+        // the server went away (idle exit, restart): reconnect, starting it again, once
+        if (err?.code !== 14 || attempt > 0 || Date.now() - started > timeoutMs - 100) throw err;
+        this.close();
+      }
+    }
   }
 
   close() {
@@ -268,6 +286,24 @@ export function register(api) {
         },
       }),
       { name: spec.name },
+    );
+  }
+  for (const def of workspaceTools()) {
+    api.registerTool?.(
+      (toolCtx) => ({
+        name: def.name, label: def.name, description: def.description, parameters: def.parameters,
+        async execute(_toolCallId, params) {
+          try {
+            const res = await conn.call("WorkspaceTool", { ctx: hookContext(toolCtx), name: def.name, arguments_json: JSON.stringify(params || {}) }, cfg.toolTimeoutMs);
+            let details = {};
+            try { details = JSON.parse(res.details_json || "{}"); } catch { /* keep empty */ }
+            return { content: [{ type: "text", text: res.text }], details };
+          } catch (err) {
+            return { content: [{ type: "text", text: `${def.name} failed: ${err?.details || err?.message || err}` }], details: { error: true } };
+          }
+        },
+      }),
+      { name: def.name },
     );
   }
   try {
