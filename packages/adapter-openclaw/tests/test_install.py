@@ -43,7 +43,19 @@ def test_install_wires_the_plugin_into_the_memory_slot_and_keeps_user_settings(
     for name in ("index.js", "openclaw.plugin.json", "package.json", "proto/openclaw.desc"):
         assert (plugin / name).is_file()
     manifest = json.loads((plugin / "openclaw.plugin.json").read_text())
-    assert manifest["kind"] == "memory" and len(manifest["contracts"]["tools"]) == 6
+    assert manifest["kind"] == "memory"
+    tools = manifest["contracts"]["tools"]
+    assert tools[:6] == [
+        "memos_search",
+        "memos_get",
+        "memos_timeline",
+        "memos_environment",
+        "memos_skill_list",
+        "memos_skill_get",
+    ]
+    assert "workspace_recall_search" in tools
+    ws_tools = json.loads((plugin / "workspace-tools.json").read_text())
+    assert sorted(t["name"] for t in ws_tools) == sorted(tools[6:])
     assert report.changes
 
 
