@@ -78,6 +78,26 @@ test('recall: the query stays first, the plugin recall follows it, startsRequest
   await h.close()
 })
 
+test('an aborted turn returns the decision as is and does not suppress the next; a fork recalls on its own', async () => {
+  const h = await createHarness(plugin, BASE)
+  const s = session('abort')
+  const q = userQuery(`billing cron schedule on worker-7 (${RUN})`)
+  const ac = new AbortController()
+  const original = { kind: 'enter', messages: [q] }
+  const pending = h.preStep({ agent: { id: s.id, session: s }, messages: [q], turn: 1, step: 1, signal: ac.signal }, async () => { queueMicrotask(() => ac.abort()); return original })
+  assert.equal(await pending, original)
+  const next = await h.preStep({ agent: { id: s.id, session: s }, messages: [q], turn: 2, step: 1, signal: signal() }, enter([q]))
+  assert.deepEqual(next.messages[1]?.source, RECALL_SOURCE)
+  // a restored Session object reusing the id has its own turn state: it recalls turn 2 again
+  const restored = { id: s.id, header: s.header }
+  const forked = await h.preStep({ agent: { id: s.id, session: restored }, messages: [q], turn: 2, step: 1, signal: signal() }, enter([q]))
+  assert.deepEqual(forked.messages[1]?.source, RECALL_SOURCE)
+  const same = await h.preStep({ agent: { id: s.id, session: s }, messages: [q], turn: 2, step: 1, signal: signal() }, enter([q]))
+  assert.equal(same.messages.length, 1)
+  await h.dispose({ timeoutMs: 8000 })
+  await h.close()
+})
+
 test('tools answer through the service; bad arguments are refused', async () => {
   const h = await createHarness(plugin, BASE)
   const s = session('tools')

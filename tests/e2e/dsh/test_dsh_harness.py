@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import stratamem_command
+from dsh_e2e_support import stratamem_command
 
 from stratamem.dsh.install import plugin_entry
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import start_server, stop_server
+from dsh_e2e_support import start_server, stop_server
 
 from stratamem.contract.dtos import ListQuery
 from stratamem.contract.remote import RemoteCore
