@@ -85,9 +85,8 @@ def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchab
     assert "Zorblax 3000" in block_of(prompts[1]), prompts[1][:3000]
     # turn 3, back in session a: its own visible history is not injected again
     assert "Zorblax 3000" not in block_of(prompts[2]), prompts[2][:3000]
-    # control: the same question from a fresh session c does get the fact
-    assert "Zorblax 3000" in block_of(prompts[3]), prompts[3][:3000]
-    # the injected block never leaks into what was stored (captured text is the user's words)
+    # control: the same question from a fresh session c does get session a's fact
+    assert "favourite build tool is Zorblax 3000" in block_of(prompts[3]), prompts[3][:3000]
 
     st_home = run.openclaw_home / "stratamem"
     serve = (
@@ -108,6 +107,7 @@ def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchab
         )
         assert res.returncode == 0, res.stderr
         assert message in res.stdout, f"{message!r} not found: {res.stdout[:2000]}"
+        assert "<memos_context>" not in res.stdout  # the injected block was never captured
 
     timings = [json.loads(line) for line in (tmp_path / "plugin.jsonl").read_text().splitlines()]
     bpb = [t["ms"] for t in timings if t.get("event") == "before_prompt_build"]
