@@ -141,3 +141,20 @@ def test_final_order_is_by_score_and_details_are_reported() -> None:
     assert items[0].score >= items[1].score
     d = items[0].details("default", 0.7)
     assert d["channels"] == ["fts"] and d["mmr_lambda"] == 0.7
+
+
+def test_guidance_is_deduplicated_and_capped_at_three_lines_each() -> None:
+    import json
+
+    from stratamem.core.retrieval.guidance import collect_guidance
+
+    rows = [
+        {
+            "guidance_json": json.dumps(
+                {"preference": ["Use A", "use  a", "B", "C", "D"], "anti_pattern": ["X"]}
+            )
+        },
+        {"guidance_json": "not json"},
+        {"guidance_json": json.dumps({"antiPattern": ["x", "Y"]})},
+    ]
+    assert collect_guidance(rows) == (["Use A", "B", "C"], ["X", "Y"])

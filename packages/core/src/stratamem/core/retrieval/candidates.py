@@ -85,3 +85,18 @@ class Pool:
             if qvec is not None and cand.vectors:
                 sims = [float(v @ qvec) for v in cand.vectors if v.shape == qvec.shape]
                 cand.cosine = max(sims) if sims else None
+
+
+def num(row: Mapping[str, Any], key: str, default: float = 0.0) -> float:
+    """A numeric column as float (missing or invalid → ``default``)."""
+    v = row.get(key)
+    try:
+        return float(v) if v is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+def priority_for(value: float, ts: int, now: int, half_life_days: float) -> float:
+    """max(V, 0) · 0.5^(age_days / half-life) (memos-core §5.3)."""
+    age_days = max(0.0, (now - ts) / 86_400_000)
+    return float(max(0.0, value) * 0.5 ** (age_days / max(1.0, half_life_days)))

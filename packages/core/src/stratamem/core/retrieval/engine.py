@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -28,9 +27,10 @@ from stratamem.contract.dtos import (
 )
 from stratamem.core.ids import new_id, now_ms
 from stratamem.core.retrieval import channels as ch
-from stratamem.core.retrieval.candidates import Candidate, Pool, unit
+from stratamem.core.retrieval.candidates import Candidate, Pool, num, priority_for, unit
 from stratamem.core.retrieval.deadline import Deadline
 from stratamem.core.retrieval.filters import TraceFilter, q, simple_where, visible_context
+from stratamem.core.retrieval.guidance import collect_guidance
 from stratamem.core.retrieval.plan import Plan, make_plan
 from stratamem.core.retrieval.query import CompiledQuery, compile_query
 from stratamem.core.retrieval.rank import Ranked, RankParams, rank
@@ -43,13 +43,12 @@ from stratamem.core.retrieval.render import (
     trace_snippet,
     world_model_snippet,
 )
+from stratamem.core.retrieval.rollups import build_rollups
 from stratamem.core.retrieval.settings import lightweight_of, setting
 from stratamem.core.routing import classify_intent, query_profile, schedule_injection
 from stratamem.core.telemetry import get_logger, span
 
 _log = get_logger("retrieval")
-ROLLUP_MAX_STEPS = 6
-ROLLUP_MAX_CHARS = 800
 
 
 @dataclass
@@ -81,12 +80,6 @@ def _search_text(row: Mapping[str, Any]) -> str:
     return str(row.get("search_text") or _trace_text(row))
 
 
-def priority_for(value: float, ts: int, now: int, half_life_days: float) -> float:
-    """max(V, 0) · 0.5^(age_days / half-life) (memos-core §5.3)."""
-    age_days = max(0.0, (now - ts) / 86_400_000)
-    return float(max(0.0, value) * 0.5 ** (age_days / max(1.0, half_life_days)))
-
-
 async def _embed(embedder: Any, text: str) -> np.ndarray | None:
     fn = embedder.embed_query
     if inspect.iscoroutinefunction(fn):
@@ -96,14 +89,6 @@ async def _embed(embedder: Any, text: str) -> np.ndarray | None:
         if inspect.isawaitable(vec):
             vec = await vec
     return unit(vec)
-
-
-def _f(row: Mapping[str, Any], key: str, default: float = 0.0) -> float:
-    v = row.get(key)
-    try:
-        return float(v) if v is not None else default
-    except (TypeError, ValueError):
-        return default
 
 
 # -- the engine -----------------------------------------------------------------------------------
@@ -198,7 +183,7 @@ class _Run:
         )
         blend = float(self.s("skill_eta_blend"))
         for c in pool.items.values():
-            c.boost = blend * _f(c.row, "eta")
+            c.boost = blend * num(c.row, "eta")
         self.pools.append(pool)
         self.latency[1] += (time.perf_counter() - t0) * 1000
 
@@ -234,7 +219,7 @@ class _Run:
         )
         for c in pool.items.values():
             c.boost = 0.2 * max(
-                _f(c.row, "salience"), _f(c.row, "confidence", 0.5), _f(c.row, "gain")
+                num(c.row, "salience"), num(c.row, "confidence", 0.5), num(c.row, "gain")
             )
         self.pools.append(pool)
 
@@ -367,80 +352,25 @@ class _Run:
         weight = 0.0 if personal else min(float(self.s("weight_priority")), 0.3)
         for c in pool.items.values():
             c.boost = weight * priority_for(
-                _f(c.row, "value"), int(c.row.get("ts") or 0), self.now, half_life
+                num(c.row, "value"), int(c.row.get("ts") or 0), self.now, half_life
             )
         self.pools.append(pool)
         if self.plan.episodes:
             pool.set_cosines(self.qvec)
-            self.pools.append(self.rollups(pool, weight, half_life))
+            self.pools.append(
+                build_rollups(
+                    pool,
+                    has_query_vector=self.qvec is not None,
+                    min_sim=float(self.s("episode_goal_min_sim")),
+                    keep=self.plan.caps[2],
+                    weight=weight,
+                    half_life=half_life,
+                    now=self.now,
+                )
+            )
         if self.plan.experiences:
             await self.experiences()
         self.latency[2] += (time.perf_counter() - t0) * 1000
-
-    def rollups(self, traces: Pool, weight: float, half_life: float) -> Pool:
-        """Episodes with ≥2 pooled traces whose best trace is close to the query and not negative."""
-        pool = Pool("episode", (), lambda r: str(r.get("summary") or ""))
-        if self.qvec is None:
-            return pool
-        by_ep: dict[str, list[Candidate]] = {}
-        for c in traces.items.values():
-            if c.row.get("episode_id"):
-                by_ep.setdefault(str(c.row["episode_id"]), []).append(c)
-        min_sim = float(self.s("episode_goal_min_sim"))
-        made: list[Candidate] = []
-        for ep, members in by_ep.items():
-            if len(members) < 2:
-                continue
-            best = max(members, key=lambda c: (_f(c.row, "value"), c.cosine or -1.0))
-            if (best.cosine or 0.0) < min_sim or _f(best.row, "value") < 0:
-                continue
-            members.sort(key=lambda c: int(c.row.get("ts") or 0))
-            lines = ["Past similar episode"]
-            for m in members[:ROLLUP_MAX_STEPS]:
-                r = m.row
-                step = (r.get("summary") or "")[:160] or (
-                    f"{(r.get('user_text') or '')[:120]} → {(r.get('agent_text') or '')[:120]}"
-                )
-                if r.get("reflection"):
-                    step += f" (note: {str(r['reflection'])[:160]})"
-                lines.append(f"- {step}")
-            max_value = max(_f(m.row, "value") for m in members)
-            first_ts = int(members[0].row.get("ts") or 0)
-            summary = "\n".join(lines)[:ROLLUP_MAX_CHARS]
-            row: dict[str, Any] = {
-                "id": ep,
-                "ts": first_ts,
-                "summary": summary,
-                "value": max_value,
-                "priority": sum(_f(m.row, "priority") for m in members) / len(members),
-                "source_trace_id": best.ref_id,
-                "member_ids": [m.ref_id for m in members],
-                "owner_agent_kind": best.row.get("owner_agent_kind"),
-                "owner_profile_id": best.row.get("owner_profile_id"),
-                "share_scope": best.row.get("share_scope"),
-            }
-            channels: dict[str, tuple[int, float]] = {}
-            for m in members:
-                for name, (rk, sc) in m.channels.items():
-                    if name not in channels or rk < channels[name][0]:
-                        channels[name] = (rk, sc)
-            made.append(
-                Candidate(
-                    "episode",
-                    ep,
-                    row,
-                    2,
-                    channels,
-                    list(best.vectors),
-                    best.cosine,
-                    weight * priority_for(max_value, first_ts, self.now, half_life),
-                    summary,
-                )
-            )
-        made.sort(key=lambda c: (-_f(c.row, "value"), -(c.cosine or 0.0)))
-        for c in made[: self.plan.caps[2]]:
-            pool.items[c.ref_id] = c
-        return pool
 
     # -- whole run -----------------------------------------------------------------------------
     async def run(self) -> RetrievalResult:
@@ -566,29 +496,8 @@ class _Run:
     ) -> tuple[list[str], list[str]]:
         if not self.plan.guidance:
             return [], []
-        prefer: list[str] = []
-        avoid: list[str] = []
         sources = [it.cand.row for it in ranked if it.cand.ref_kind in ("skill", "experience")]
-        for row in [*sources, *linked]:
-            try:
-                g = json.loads(row.get("guidance_json") or "{}")
-            except ValueError:
-                continue
-            if not isinstance(g, dict):
-                continue
-            for src, dst in (
-                (g.get("preference"), prefer),
-                (g.get("anti_pattern") or g.get("antiPattern"), avoid),
-            ):
-                for line in src or ():
-                    norm = " ".join(str(line).lower().split())
-                    if (
-                        norm
-                        and all(" ".join(x.lower().split()) != norm for x in dst)
-                        and len(dst) < 3
-                    ):
-                        dst.append(str(line).strip())
-        return prefer, avoid
+        return collect_guidance([*sources, *linked])
 
     def render(
         self, ranked: list[Ranked], linked: Sequence[Mapping[str, Any]] = ()
