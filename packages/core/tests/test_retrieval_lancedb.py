@@ -87,6 +87,18 @@ def embedder() -> Any:
     return load_embedder({"provider": "local"})
 
 
+_VECTORS: dict[str, list[float]] = {}
+
+
+def embed_docs(texts: list[str]) -> list[list[float]]:
+    """Batch-embed with the real model, caching by text (tests reuse the same facts)."""
+    missing = [t for t in dict.fromkeys(texts) if t not in _VECTORS]
+    if missing:
+        for text, vec in zip(missing, embedder().embed_documents(missing), strict=True):
+            _VECTORS[text] = vec.tolist()
+    return [_VECTORS[t] for t in texts]
+
+
 def trace_rows(
     facts: list[tuple[str, str, str]],
     ns: Namespace = NS,
@@ -96,7 +108,7 @@ def trace_rows(
     embed: bool = True,
     prefix: str = "",
 ) -> list[dict[str, Any]]:
-    rows = []
+    rows, texts = [], []
     for i, (key, user, agent) in enumerate(facts):
         (d,) = build_trace_drafts(
             user,
@@ -112,9 +124,11 @@ def trace_rows(
         )
         row = d.row()
         row.update(id=f"tr_{prefix}{key}", journal_seq=i, vec_summary=None, vec_action=None)
-        if embed:
-            row["vec_summary"] = embedder().embed_documents([d.summary_text_to_embed])[0].tolist()
         rows.append(row)
+        texts.append(d.summary_text_to_embed)
+    if embed:
+        for row, vec in zip(rows, embed_docs(texts), strict=True):
+            row["vec_summary"] = vec
     return rows
 
 
@@ -435,7 +449,6 @@ async def test_top_k_override_and_low_value_rows(tmp_path: Path) -> None:
 
 
 def _skill_rows(ns: Namespace) -> list[dict[str, Any]]:
-    emb = embedder()
     base = {
         "owner_agent_kind": ns.agent_kind,
         "owner_profile_id": ns.profile_id,
@@ -485,7 +498,7 @@ def _skill_rows(ns: Namespace) -> list[dict[str, Any]]:
                     }
                 ),
                 "search_text": text,
-                "vec": emb.embed_documents([text])[0].tolist(),
+                "vec": embed_docs([text])[0],
             }
         )
     return out
@@ -514,7 +527,7 @@ def _world_rows(ns: Namespace) -> list[dict[str, Any]]:
             "share_scope": "private",
             "share_target": None,
             "shared_at": None,
-            "vec": embedder().embed_documents([text])[0].tolist(),
+            "vec": embed_docs([text])[0],
         }
     ]
 
@@ -645,7 +658,7 @@ def _policy(
         "share_scope": "private",
         "share_target": None,
         "shared_at": None,
-        "vec": embedder().embed_documents([text])[0].tolist(),
+        "vec": embed_docs([text])[0],
     }
 
 
