@@ -1,0 +1,5 @@
+"""``python -m bench --size small|standard|full --out DIR``."""
+
+from bench.runner import main
+
+raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""Capture: acknowledged ``turn_end`` latency (journal), background throughput to searchable, and the
+time from the acknowledgement to the row being applied (vector + text searchable in LanceDB)."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import AGENT
+from bench.longmem import conversation_stream
+from bench.stats import summarize
+
+
+async def run_capture(
+    embedder: Any, paced_turns: int, burst_turns: int, seed: int
+) -> dict[str, Any]:
+    from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnResult
+    from stratamem.core.local import open_local_core
+
+    ns = Namespace(agent_kind=AGENT)
+    stream = conversation_stream(seed, paced_turns + burst_turns)
+    applied_at: dict[str, float] = {}
+
+    def observe(ev: Any) -> None:
+        if ev.type == "trace.created":
+            applied_at.setdefault(str(ev.payload.get("trace_id")), time.perf_counter())
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-capture-") as tmp:
+        core = await open_local_core(Path(tmp), embedder=embedder)
+        core.bus.add_observer(observe)
+        try:
+
+            async def end(i: int) -> tuple[float, str]:
+                sid, user, agent = stream[i]
+                t0 = time.perf_counter()
+                ack = await core.turn_end(
+                    TurnResult(
+                        agent=AGENT,
+                        session_id=sid,
+                        agent_text=agent,
+                        ts=int(time.time() * 1000),
+                        user_text=user,
+                        namespace=ns,
+                    )
+                )
+                return t0, ack.trace_id
+
+            # paced: one turn every 100 ms, as an agent does; the writer keeps up
+            acks, to_applied, acked_at = [], [], {}
+            for i in range(paced_turns):
+                t0, tid = await end(i)
+                t1 = time.perf_counter()
+                acks.append((t1 - t0) * 1000)
+                acked_at[tid] = t1
+                await asyncio.sleep(0.1)
+            await core.flush(60)
+            for tid, t1 in acked_at.items():
+                if tid in applied_at:
+                    to_applied.append((applied_at[tid] - t1) * 1000)
+            warm = min(5, len(acks) // 5)
+            out["paced"] = {
+                "turns": paced_turns,
+                "ack_ms": summarize(acks[warm:]).as_dict(),
+                "ack_to_applied_ms": summarize(to_applied[warm:]).as_dict(),
+            }
+            # burst: back to back, the writer batches behind; searchable throughput
+            burst_acks: list[float] = []
+            start = time.perf_counter()
+            last_tid = ""
+            for i in range(paced_turns, paced_turns + burst_turns):
+                t0, last_tid = await end(i)
+                burst_acks.append((time.perf_counter() - t0) * 1000)
+            acked_s = time.perf_counter() - start
+            await core.flush(300)
+            drained_s = time.perf_counter() - start
+            # proof the last burst turn is searchable (FTS + vector over LanceDB, nothing pending)
+            probe = stream[paced_turns + burst_turns - 1][1]
+            res = await core.search(RetrievalQuery(agent=AGENT, query=probe, namespace=ns))
+            out["burst"] = {
+                "turns": burst_turns,
+                "ack_ms": summarize(burst_acks).as_dict(),
+                "acks_per_s": round(burst_turns / acked_s, 1),
+                "searchable_per_s": round(burst_turns / drained_s, 1),
+                "drain_after_last_ack_s": round(drained_s - acked_s, 2),
+                "last_turn_found_by_search": any(h.ref_id == last_tid for h in res.hits),
+            }
+            out["read_your_writes"] = (
+                "an acknowledged turn is searchable lexically at once (pending rows are searched in "
+                "memory); ack_to_applied is when its vector is in LanceDB"
+            )
+        finally:
+            await core.shutdown()
+    return out

@@ -1,0 +1,134 @@
+"""One runner for every benchmark section: measures, then writes report.json and report.md."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import machine
+from bench.sizes import ANN_PHASE_MIN_ROWS, SECTIONS, SIZES, Size
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    p.add_argument("--size", choices=sorted(SIZES), default="small")
+    p.add_argument("--out", type=Path, default=ROOT / ".artifacts" / "bench")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"comma list of sections ({', '.join(SECTIONS)})"
+    )
+    p.add_argument("--rows", default="", help="override the scaling sizes, e.g. 10000,100000")
+    args = p.parse_args(argv)
+    unknown = set(args.only.split(",")) - set(SECTIONS)
+    if unknown:
+        p.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    return args
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from stratamem.core.config.defaults import DEFAULTS
+    from stratamem.core.embedding import load_embedder
+
+    size: Size = SIZES[args.size]
+    only = args.only.split(",")
+    res: dict[str, Any] = {"size": args.size, "seed": args.seed, "machine": machine.describe(ROOT)}
+    notes: list[str] = []
+    # an uncached embedder: every query embedding in the figures is a real forward pass
+    embedder = load_embedder({"cache": {"enabled": False}})
+    corpus = None
+    if {"scaling", "grpc"} & set(only):
+        from bench.corpus import build_corpus
+
+        corpus = build_corpus(embedder, args.seed)
+    threshold = int(DEFAULTS["storage"]["ann_threshold_rows"])
+    if "scaling" in only:
+        from bench.scaling import run_size
+
+        assert corpus is not None
+        rows = tuple(int(x) for x in args.rows.split(",") if x) or size.scale_rows
+        sizes = []
+        for n in rows:
+            _log(f"scaling: {n:,} traces")
+            sizes.append(
+                await run_size(
+                    n,
+                    corpus,
+                    embedder,
+                    size.queries,
+                    size.warmup,
+                    threshold,
+                    n >= ANN_PHASE_MIN_ROWS,
+                    args.seed,
+                )
+            )
+        res["scaling"] = {
+            "ann_threshold_rows": threshold,
+            "anchors": len(corpus.texts),
+            "sizes": sizes,
+        }
+    if "capture" in only:
+        from bench.capture import run_capture
+
+        _log("capture")
+        res["capture"] = await run_capture(
+            load_embedder({}), size.capture_paced, size.capture_burst, args.seed
+        )
+    if "grpc" in only:
+        from bench.grpc_overhead import run_grpc
+
+        assert corpus is not None
+        _log("grpc")
+        res["grpc"] = await run_grpc(corpus, size.grpc_rows, size.grpc_calls, 10)
+    if "soak" in only:
+        from bench.soak import run_soak
+
+        _log(f"soak: {size.soak_turns:,} turns")
+        res["soak"] = await run_soak(
+            load_embedder({}), size.soak_turns, size.soak_every, args.seed, {}
+        )
+    if "quality" in only:
+        from bench.longmem import generate
+        from bench.quality import run_quality
+
+        data = generate(
+            args.seed, size.personas, size.sessions_per_persona, size.questions_per_kind
+        )
+        _log(f"quality: {len(data.turns())} turns, {len(data.questions)} questions")
+        res["quality"] = await run_quality(embedder, data)
+    res["load_avg_end"] = machine.load_average()
+    res["notes"] = notes
+    return res
+
+
+def write(res: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    from bench.report import render
+
+    out.mkdir(parents=True, exist_ok=True)
+    j, m = out / "report.json", out / "report.md"
+    j.write_text(json.dumps(res, indent=2, default=str) + "\n", encoding="utf-8")
+    m.write_text(render(res), encoding="utf-8")
+    return j, m
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args = parse(argv)
+    t0 = time.perf_counter()
+    res = asyncio.run(run(args))
+    res["wall_s"] = round(time.perf_counter() - t0, 1)
+    j, m = write(res, args.out)
+    _log(f"done in {res['wall_s']} s: {j} and {m}")
+    return 0

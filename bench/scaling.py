@@ -1,0 +1,187 @@
+"""Retrieval latency and scaling: turn-start recall end to end and without the embed, side by side
+with exact numpy and LanceDB flat search on the same vectors, recall@10 against exact, and the ANN index."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import metrics
+from bench.corpus import AGENT, SyntheticCorpus, load_store, query_texts
+from bench.stats import Samples, time_async, time_sync
+
+PRODUCTION_OVERRIDES: dict[str, Any] = {
+    # measurement phases decide when indexes are built; the maintenance loop must not race them
+    "storage__ann_threshold_rows": 10**10,
+    "storage__optimize_interval_s": 10**8,
+    "storage__optimize_after_rows": 10**9,
+}
+
+
+class FixedQueryEmbedder:
+    """Hands the retrieval engine an already computed query vector (retrieval without the embed)."""
+
+    def __init__(self, vec: np.ndarray) -> None:
+        self.vec = vec
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        return self.vec
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+async def _lance_flat(tbl: Any, qvec: np.ndarray, k: int) -> list[str]:
+    rows = await (
+        tbl.query()
+        .nearest_to(qvec)
+        .column("vec_summary")
+        .distance_type("cosine")
+        .bypass_vector_index()
+        .select(["id"])
+        .limit(k)
+        .to_list()
+    )
+    return [r["id"] for r in rows]
+
+
+async def _measure(
+    core: Any,
+    embedder: Any,
+    ids: np.ndarray,
+    matrix: np.ndarray,
+    queries: list[str],
+    warmup: int,
+    ann: bool,
+    label: str,
+) -> dict[str, Any]:
+    from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
+    from stratamem.core.retrieval import channels as ch
+    from stratamem.core.retrieval.engine import RetrievalContext, retrieve, scheduled_tiers
+    from stratamem.core.retrieval.filters import TraceFilter
+
+    ns = Namespace(agent_kind=AGENT)
+    store = core.store
+    tbl = store.table("traces")
+    tables = {n: store.table(n) for n in ("traces", "policies", "world_models", "skills")}
+    where = TraceFilter(namespace=ns).where(vector=True)
+    samples = Samples()
+    recall: dict[str, list[float]] = {}
+    hits_seen = 0
+    for i, text in enumerate(queries):
+        keep = i >= warmup
+        ms, qvec = time_sync(lambda t=text: embedder.embed_query(t))
+        qvec = np.asarray(qvec, dtype=np.float32)
+        if keep:
+            samples.add("embed_query", ms)
+        ms, top = time_sync(lambda q=qvec: metrics.exact_topk(matrix, q, 10))
+        exact = [str(ids[j]) for j in top]
+        if keep:
+            samples.add("numpy_exact", ms)
+        ms, flat = await time_async(lambda q=qvec: _lance_flat(tbl, q, 10))
+        if keep:
+            samples.add("lance_flat", ms)
+            recall.setdefault("lance_flat", []).append(metrics.overlap_at_k(flat, exact, 10))
+        ms, got = await time_async(lambda q=qvec: ch.table_vector(tbl, "vec_summary", q, where, 20))
+        if keep:
+            samples.add("vector_channel", ms)
+            recall.setdefault("vector_channel", []).append(
+                metrics.overlap_at_k([r["id"] for r, _s in got], exact, 10)
+            )
+        if ann:
+            ms, tuned = await time_async(
+                lambda q=qvec: store.vector_search(
+                    "traces", "vec_summary", q, where, 10, columns=["id"]
+                )
+            )
+            if keep:
+                samples.add("ann_tuned", ms)
+                recall.setdefault("ann_tuned", []).append(
+                    metrics.overlap_at_k([r["id"] for r in tuned], exact, 10)
+                )
+        query = RetrievalQuery(
+            agent=AGENT, query=text, namespace=ns, session_id=f"{label}-r{i}", reason="turn_start"
+        )
+        ctx = RetrievalContext(
+            query=query,
+            namespace=ns,
+            tables=tables,
+            embedder=FixedQueryEmbedder(qvec),
+            config=core.config,
+            lightweight=core.lightweight,
+            deadline=time.monotonic() + 30,
+            tiers=scheduled_tiers(query),
+        )
+        ms, res = await time_async(lambda c=ctx: retrieve(c))
+        if keep:
+            samples.add("retrieval_no_embed", ms)
+        turn = TurnInput(
+            agent=AGENT,
+            session_id=f"{label}-t{i}",
+            user_text=text,
+            ts=int(time.time() * 1000),
+            namespace=ns,
+        )
+        ms, res = await time_async(lambda t=turn: core.turn_start(t))
+        if keep:
+            samples.add("turn_start", ms)
+            hits_seen += bool(res.hits)
+    return {
+        "latency_ms": {k: v.as_dict() for k, v in samples.summaries().items()},
+        "recall_at_10_vs_exact": {k: round(metrics.mean(v), 4) for k, v in recall.items()},
+        "turn_start_with_hits": f"{hits_seen}/{len(queries) - warmup}",
+    }
+
+
+async def run_size(
+    size: int,
+    corpus: SyntheticCorpus,
+    embedder: Any,
+    n_queries: int,
+    warmup: int,
+    ann_threshold: int,
+    ann_phase: bool,
+    seed: int,
+) -> dict[str, Any]:
+    from stratamem.core.local import open_local_core
+
+    out: dict[str, Any] = {"rows": size, "queries": n_queries - warmup, "warmup": warmup}
+    queries = query_texts(seed, n_queries)
+    with tempfile.TemporaryDirectory(prefix=f"bench-scale-{size}-") as tmp:
+        home = Path(tmp)
+        core = await open_local_core(home, embedder=embedder, **PRODUCTION_OVERRIDES)
+        try:
+            t0 = time.perf_counter()
+            matrix = await load_store(core.store, corpus, size)
+            out["load_s"] = round(time.perf_counter() - t0, 2)
+            ids = np.array([f"syn-{i:07d}" for i in range(size)])
+            t0 = time.perf_counter()
+            await core.store.ensure_fts("traces")
+            out["fts_index_s"] = round(time.perf_counter() - t0, 2)
+            t0 = time.perf_counter()
+            await core.store.optimize()
+            out["optimize_s"] = round(time.perf_counter() - t0, 2)
+            out["flat"] = await _measure(
+                core, embedder, ids, matrix, queries, warmup, False, "flat"
+            )
+            if ann_phase:
+                core.store.cfg["ann_threshold_rows"] = ann_threshold if size >= ann_threshold else 1
+                t0 = time.perf_counter()
+                built = await core.store.ensure_indexes()
+                out["ann_index_s"] = round(time.perf_counter() - t0, 2)
+                out["ann_built"] = built
+                out["ann_forced_below_threshold"] = size < ann_threshold
+                q2 = query_texts(seed + 100, n_queries)
+                out["ann"] = await _measure(core, embedder, ids, matrix, q2, warmup, True, "ann")
+            out["disk_mb"] = round(dir_bytes(home / "data") / 1e6, 1)
+        finally:
+            await core.shutdown()
+        del matrix
+    await asyncio.sleep(0)
+    return out

@@ -1,0 +1,87 @@
+"""Soak: many turns through turn_end (a turn_start every 25) with the core's own scheduled maintenance;
+disk bytes, fragments, retained versions, journal backlog and RSS sampled over time."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import AGENT
+from bench.longmem import conversation_stream
+from bench.machine import rss_mb
+from bench.scaling import dir_bytes
+
+
+async def _versions(tbl: Any) -> int | None:
+    try:
+        return len(await tbl.list_versions())
+    except Exception:
+        return None
+
+
+async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any]:
+    tbl = core.store.table("traces")
+    stats = (await core.store.stats()).get("traces", {})
+    return {
+        "turns": turns,
+        "elapsed_s": round(time.perf_counter() - t0, 1),
+        "rows": stats.get("rows"),
+        "disk_mb": round(dir_bytes(home / "data") / 1e6, 2),
+        "fragments": stats.get("fragments"),
+        "version": stats.get("version"),
+        "versions_retained": await _versions(tbl),
+        "backlog": len(core.journal.pending),
+        "rss_mb": rss_mb(),
+    }
+
+
+async def run_soak(
+    embedder: Any, turns: int, every: int, seed: int, overrides: dict[str, Any]
+) -> dict[str, Any]:
+    from stratamem.contract.dtos import Namespace, TurnInput, TurnResult
+    from stratamem.core.local import open_local_core
+
+    ns = Namespace(agent_kind=AGENT)
+    stream = conversation_stream(seed + 11, turns)
+    curve: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
+        home = Path(tmp)
+        core = await open_local_core(home, embedder=embedder, **overrides)
+        try:
+            cfg = core.config["storage"]
+            t0 = time.perf_counter()
+            curve.append(await _sample(core, home, 0, t0))
+            for i, (sid, user, agent) in enumerate(stream, start=1):
+                now = int(time.time() * 1000)
+                if i % 25 == 0:
+                    await core.turn_start(
+                        TurnInput(agent=AGENT, session_id=sid, user_text=user, ts=now, namespace=ns)
+                    )
+                await core.turn_end(
+                    TurnResult(
+                        agent=AGENT,
+                        session_id=sid,
+                        agent_text=agent,
+                        ts=now,
+                        user_text=user,
+                        namespace=ns,
+                    )
+                )
+                if i % every == 0:
+                    curve.append(await _sample(core, home, i, t0))
+            await core.flush(600)
+            curve.append(await _sample(core, home, turns, t0) | {"note": "after flush"})
+            await core.store.optimize()
+            curve.append(await _sample(core, home, turns, t0) | {"note": "after optimize"})
+        finally:
+            await core.shutdown()
+    return {
+        "turns": turns,
+        "maintenance": {
+            k: cfg[k]
+            for k in ("optimize_interval_s", "optimize_after_rows", "cleanup_older_than_s")
+        },
+        "curve": curve,
+    }

@@ -1,0 +1,105 @@
+"""The report states each target's verdict from the measured numbers."""
+
+from __future__ import annotations
+
+from bench.report import headline, render
+
+
+def _lat(median: float, p95: float) -> dict[str, float]:
+    return {"n": 20, "min": median / 2, "median": median, "p95": p95, "mean": median}
+
+
+def _result(turn_start: float, no_embed: float, rows: int) -> dict[str, object]:
+    phase = {
+        "latency_ms": {
+            "turn_start": _lat(turn_start, turn_start * 2),
+            "retrieval_no_embed": _lat(no_embed, no_embed * 2),
+            "numpy_exact": _lat(2.0, 3.0),
+            "lance_flat": _lat(4.0, 6.0),
+        },
+        "recall_at_10_vs_exact": {"vector_channel": 1.0},
+        "turn_start_with_hits": "20/20",
+    }
+    return {
+        "size": "test",
+        "machine": {
+            "date_utc": "d",
+            "host": "h",
+            "cpu": "c",
+            "cores": 2,
+            "mem_gb": 1,
+            "os": "o",
+            "python": "3.11",
+            "commit": "x",
+            "load_avg_start": [1.0],
+            "versions": {"lancedb": "0.40"},
+        },
+        "scaling": {
+            "ann_threshold_rows": 50_000,
+            "anchors": 8,
+            "sizes": [{"rows": rows, "flat": phase, "load_s": 1, "fts_index_s": 1, "disk_mb": 1}],
+        },
+        "capture": {
+            "paced": {"turns": 5, "ack_ms": _lat(2, 4), "ack_to_applied_ms": _lat(30, 40)},
+            "burst": {
+                "turns": 5,
+                "ack_ms": _lat(2, 3),
+                "acks_per_s": 1,
+                "searchable_per_s": 1,
+                "drain_after_last_ack_s": 1,
+                "last_turn_found_by_search": True,
+            },
+            "read_your_writes": "x",
+        },
+        "quality": {
+            "by_kind": {
+                "answerable": {
+                    "n": 3,
+                    "stratamem": {"recall@5": 0.8, "recall@10": 0.9, "mrr": 0.7},
+                    "stratamem_default_k5": {"recall@5": 0.8, "recall@10": 0.8, "mrr": 0.7},
+                    "bm25": {"recall@5": 0.5, "recall@10": 0.6, "mrr": 0.4},
+                    "vector": {"recall@5": 0.7, "recall@10": 0.85, "mrr": 0.6},
+                }
+            },
+            "seed": 1,
+            "fingerprint": "f",
+            "personas": 1,
+            "sessions": 1,
+            "turns": 1,
+            "questions": 3,
+            "injected_tokens_default_k5": {"all": {"median": 10, "p95": 20, "max": 30}},
+            "turn_start_ms_default": {"median": 1, "p95": 2},
+        },
+    }
+
+
+def test_targets_at_100k_get_a_verdict_and_smaller_runs_say_n_a() -> None:
+    rows, _ = headline(_result(20.0, 12.0, 100_000))
+    by = {r["figure"]: r for r in rows}
+    assert (
+        by["turn-start recall p50 (embed + route + tiers + fuse + render)"]["verdict"] == "**met**"
+    )
+    assert by["retrieval without the embed p50"]["verdict"] == "**missed**"
+    small, _ = headline(_result(20.0, 12.0, 10_000))
+    assert small[0]["verdict"].startswith("n/a")
+
+
+def test_recall_target_is_points_over_the_better_baseline() -> None:
+    rows, nums = headline(_result(20.0, 8.0, 100_000))
+    rec = next(r for r in rows if r["figure"].startswith("evidence recall@10"))
+    assert nums["best_baseline"] == "vector"
+    assert "+5.0 pts" in rec["value"] and rec["verdict"] == "**missed**"
+    cap = next(r for r in rows if r["figure"].startswith("capture ack"))
+    assert cap["verdict"] == "**met**"
+
+
+def test_render_writes_every_section_present() -> None:
+    md = render(_result(20.0, 8.0, 100_000))
+    for heading in (
+        "## Headline",
+        "## Retrieval latency and scaling",
+        "## Capture",
+        "## Long-memory",
+    ):
+        assert heading in md
+    assert "100,000 flat" in md
