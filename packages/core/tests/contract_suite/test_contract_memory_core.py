@@ -71,7 +71,9 @@ async def test_a_captured_turn_is_found_by_search_and_timeline_right_after_turn_
 
 async def test_namespaces_do_not_see_each_others_private_memory(any_core: Any) -> None:
     await _turn(any_core, "s1", "my moose password is hunter2", "noted", ns=OTHER)
-    res = await any_core.search(RetrievalQuery(agent="hermes", query="moose password", namespace=NS))
+    res = await any_core.search(
+        RetrievalQuery(agent="hermes", query="moose password", namespace=NS)
+    )
     assert res.hits == ()
     assert await any_core.list_traces(ListQuery(namespace=NS)) == []
     assert len(await any_core.list_traces(ListQuery(namespace=OTHER))) == 1
@@ -135,7 +137,12 @@ async def test_trace_update_delete_and_feedback(any_core: Any) -> None:
 
 async def test_turn_start_is_idempotent_per_turn_key(any_core: Any) -> None:
     turn = TurnInput(
-        agent="hermes", session_id="s3", user_text="plan the trip", ts=now(), turn_key="k1", namespace=NS
+        agent="hermes",
+        session_id="s3",
+        user_text="plan the trip",
+        ts=now(),
+        turn_key="k1",
+        namespace=NS,
     )
     a = await any_core.turn_start(turn)
     b = await any_core.turn_start(turn)

@@ -55,6 +55,8 @@ class ServeOptions:
     tls_key: str | None = None
     tls_client_ca: str | None = None
     drain_s: float = 10.0
+    #: host services of installed adapters (``stratamem serve``; not the socket of an embedded owner)
+    host_services: bool = True
 
 
 @dataclass
@@ -142,7 +144,8 @@ class Service:
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
-        self._add_host_services(server, wrapper)
+        if self.opts.host_services:
+            self._add_host_services(server, wrapper)
         return server
 
     def _add_workspace(self, server: grpc.aio.Server, wrapper: Wrapper) -> None:

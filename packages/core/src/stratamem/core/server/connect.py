@@ -89,9 +89,9 @@ async def open_or_connect(
 
 
 async def _serve_embedded(core: Any) -> Any:
-    from stratamem.core.server.app import Service
+    from stratamem.core.server.app import ServeOptions, Service
 
-    service = Service(core)
+    service = Service(core, ServeOptions(host_services=False))
     try:
         return await service.start()
     except Exception as exc:  # serving is a courtesy to other processes; the owner still works
