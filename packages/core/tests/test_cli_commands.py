@@ -214,3 +214,24 @@ def test_a_thousand_turns_ingest_then_search_offline_from_a_fresh_home(tmp_path:
     assert res.returncode == 0, res.stderr
     hits = json.loads(res.stdout)["hits"]
     assert "8443" in hits[0]["snippet"]
+
+
+def test_ingest_rerun_writes_no_new_episodes_or_turns(tmp_path: Path) -> None:
+    import sqlite3
+
+    home, src = tmp_path / "h", _write(tmp_path / "t.jsonl", FACTS)
+
+    def counts() -> tuple[int, int]:
+        c = sqlite3.connect(home / "data" / "stratamem.db")
+        try:
+            return (
+                c.execute("SELECT count(*) FROM episodes").fetchone()[0],
+                c.execute("SELECT count(*) FROM episode_turns").fetchone()[0],
+            )
+        finally:
+            c.close()
+
+    assert main(["--home", str(home), "ingest", str(src), "--no-progress"]) == 0
+    before = counts()
+    assert main(["--home", str(home), "ingest", str(src), "--no-progress"]) == 0
+    assert counts() == before

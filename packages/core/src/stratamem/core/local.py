@@ -725,9 +725,16 @@ class LocalCore:
         ), skip
 
     async def _idempotent_route(self, turn: TurnInput, ns: Namespace) -> tuple[TurnRoute, bool]:
-        """Same turn key on the session as last time -> the same route. Also returns whether the
-        injection scheduler skips recall for this turn."""
+        """Same turn key on the session as last time -> the same route; a key whose turn was already
+        captured routes to its episode without writing. Also returns whether recall is skipped."""
         if turn.turn_key:
+            key = turn.turn_key
+            captured = await self._db(lambda: self.db.journal_by_turn_key(turn.session_id, key))
+            if captured is not None:  # a replayed turn (ingest re-run, spool resume): no new writes
+                return (
+                    TurnRoute(session_id=turn.session_id, episode_id=captured["episode_id"]),
+                    True,
+                )
             srow = await self._session_row(turn.session_id)
             if srow is not None and srow["last_turn_key"] == turn.turn_key:
                 if srow["last_turn_text"] != turn.user_text:
