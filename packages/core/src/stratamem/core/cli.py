@@ -19,7 +19,7 @@ def builtin_commands() -> list[Command]:
     """The core's own commands (the serve/health pair lives in ``stratamem.core.server``)."""
     from stratamem.core.server.command import commands
 
-    return [tuple(c) for c in commands()]  # type: ignore[misc]
+    return list(commands())
 
 
 def build_parser() -> argparse.ArgumentParser:
