@@ -212,6 +212,10 @@ class OpenClawService:
             details_json=json.dumps(result, default=str, ensure_ascii=False),
         )
 
+    async def Ping(self, req: pb.Ack, call: Any) -> pb.Ack:
+        self._touch()
+        return pb.Ack()
+
     async def ListWorkspaceTools(
         self, req: pb.WorkspaceToolListRequest, call: Any
     ) -> pb.WorkspaceToolListResponse:
@@ -236,6 +240,7 @@ METHODS: tuple[str, ...] = (
     "MemosSkillGet",
     "WorkspaceTool",
     "ListWorkspaceTools",
+    "Ping",
 )
 
 

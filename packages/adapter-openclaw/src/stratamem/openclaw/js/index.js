@@ -381,7 +381,8 @@ export function register(api) {
   if (api.registrationMode && api.registrationMode !== "full") return;
   // full mode: warm up now (a cold `stratamem serve` start takes seconds; the first prompt build
   // of a one-shot `agent --local` run comes soon after registration)
-  conn.ensure(60000).catch((err) => warn("warm-up", err));
+  // the ping also restarts the idle clock of a server that was about to exit
+  conn.ensure(60000).then(() => conn.call("Ping", {}, cfg.voidTimeoutMs)).catch((err) => warn("warm-up", err));
   api.registerService?.({
     id: PLUGIN_ID, name: PLUGIN_ID,
     async start() { try { await conn.ensure(cfg.promptBuildTimeoutMs); } catch (err) { warn("service start", err); } },
