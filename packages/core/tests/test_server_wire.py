@@ -221,3 +221,23 @@ async def test_a_connected_host_lends_its_llm_and_a_disconnect_fails_over_cleanl
         )
     assert err.value.code == "llm_unavailable"
     assert time.perf_counter() - started < 5
+
+
+async def test_draining_ends_open_event_streams_instead_of_waiting_out_the_grace(
+    tmp_path: Path,
+) -> None:
+    core = await open_local_core(tmp_path / "drain-home", embedding__provider="none")
+    svc = await Service(core).start()
+    channel = grpc.aio.insecure_channel(f"unix:{svc.socket_path}")
+    try:
+        call = await _subscribe(channel)
+        await asyncio.sleep(0.3)
+        core.bus.emit("session.opened", {"session_id": "x", "agent": "y"})
+        assert (await asyncio.wait_for(call.read(), 10)).type == "session.opened"
+        started = time.perf_counter()
+        await svc.stop(10.0)
+        assert time.perf_counter() - started < 5.0  # not the 10 s grace
+        assert await asyncio.wait_for(call.read(), 10) is grpc.aio.EOF
+    finally:
+        await channel.close()
+        await core.shutdown()

@@ -130,6 +130,7 @@ class Service:
         self.serve_json = sockets.run_dir(self.home) / SERVE_JSON
         self._unregister_llm: Any = None
         self._workspace: dict[str, Any] = {}
+        self.closing = asyncio.Event()
 
     # ------------------------------------------------------------------ building
     def _server(self, principal_of: Any, interceptors: list[Any]) -> grpc.aio.Server:
@@ -137,7 +138,7 @@ class Service:
             options=[*TRANSPORT_OPTIONS, ("grpc.so_reuseport", 0)], interceptors=interceptors
         )
         wrapper = Wrapper(principal_of)
-        MemoryServicer(self.core, wrapper).add_to_server(server)
+        MemoryServicer(self.core, wrapper, self.closing).add_to_server(server)
         self._add_workspace(server, wrapper)
         add_host_llm(server, self.broker, wrapper)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -255,6 +256,8 @@ class Service:
         grace = self.opts.drain_s if grace_s is None else grace_s
         with contextlib.suppress(Exception):
             await self.health.enter_graceful_shutdown()
+        self.closing.set()  # long-lived streams end now; unary calls get the grace period
+        self.broker.close_all()
         await asyncio.gather(*(s.stop(grace) for s in self.servers), return_exceptions=True)
         self.servers.clear()
         if self._unregister_llm is not None:

@@ -52,6 +52,12 @@ class HostLlmBroker:
     def connected(self) -> bool:
         return bool(self._hosts)
 
+    def close_all(self) -> None:
+        """End every host stream (server drain); pending requests fail with ``llm_unavailable``."""
+        for host in list(self._hosts):
+            with contextlib.suppress(asyncio.QueueFull):
+                host.outbox.put_nowait(None)
+
     def describe(self) -> dict[str, Any]:
         return {"connected": len(self._hosts), "hosts": [x.host for x in self._hosts]}
 

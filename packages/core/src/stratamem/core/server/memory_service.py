@@ -6,6 +6,8 @@ deadline into the core's absolute ``deadline_at`` for turn start and search, and
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -76,9 +78,11 @@ async def _owner_of(core: Any, table: str, row_id: str) -> Namespace | None:
 class MemoryServicer:
     """Handlers bound to one core and one way of identifying callers."""
 
-    def __init__(self, core: Any, wrapper: Wrapper) -> None:
+    def __init__(self, core: Any, wrapper: Wrapper, closing: asyncio.Event | None = None) -> None:
         self.core = core
         self.w = wrapper
+        #: set when the server drains: open event streams end cleanly instead of holding the drain
+        self.closing = closing or asyncio.Event()
 
     # -- access helpers
     async def _check_row(self, call: Call, table: str, row_id: str) -> None:
@@ -287,8 +291,25 @@ class MemoryServicer:
                     {"epoch": bus.epoch, "oldest_seq": bus.oldest_seq(), "newest_seq": newest},
                 )
         stream = self.core.subscribe_events(since, tuple(req.types))
-        async for event in stream:
-            yield _p(event)
+        closing = asyncio.ensure_future(self.closing.wait())
+        try:
+            while True:
+                nxt = asyncio.ensure_future(anext(stream))
+                done, _ = await asyncio.wait({nxt, closing}, return_when=asyncio.FIRST_COMPLETED)
+                if nxt not in done:
+                    nxt.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await nxt
+                    return
+                try:
+                    event = nxt.result()
+                except StopAsyncIteration:
+                    return
+                yield _p(event)
+        finally:
+            closing.cancel()
+            with contextlib.suppress(Exception):
+                await stream.aclose()
 
     # -- registration
     def add_to_server(self, server: grpc.aio.Server) -> None:
