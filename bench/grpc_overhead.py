@@ -44,9 +44,10 @@ async def _inprocess(
     ns = Namespace(agent_kind=AGENT)
     core = await open_local_core(home, embedder=load_embedder({}))
     try:
-        await load_store(core.store, corpus, rows)
-        await core.store.ensure_fts("traces")
-        await core.store.optimize()
+        if rows:
+            await load_store(core.store, corpus, rows)
+            await core.store.ensure_fts("traces")
+            await core.store.optimize()
         q = RetrievalQuery(agent=AGENT, query=QUERY, namespace=ns)
         s = Samples()
         for i in range(warmup + n):
@@ -55,7 +56,7 @@ async def _inprocess(
             if i >= warmup:
                 s.add("search", ms)
                 s.add("health", ms2)
-        return {k: v.as_dict() for k, v in s.summaries().items()}
+        return dict(s.data)
     finally:
         await core.shutdown()
 
@@ -80,39 +81,63 @@ async def _remote(targets: dict[str, str], n: int, warmup: int) -> dict[str, Any
     finally:
         for rc in clients.values():
             await rc.shutdown()
-    return {name: {k: v.as_dict() for k, v in s.summaries().items()} for name, s in samples.items()}
+    return {name: dict(s.data) for name, s in samples.items()}
 
 
-async def run_grpc(corpus: SyntheticCorpus, rows: int, n: int, warmup: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"rows": rows, "query": QUERY}
+async def _serve_round(home: Path, n: int, warmup: int) -> dict[str, Any]:
+    env = dict(os.environ, LANCEDB_LOG="error")
+    proc = await asyncio.create_subprocess_exec(
+        *_serve_cmd(home), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        info = json.loads(await asyncio.wait_for(proc.stdout.readline(), 120))
+        targets = {"unix_socket": f"unix:{info['socket']}", "tcp_loopback": info["tcp"]}
+        return await _remote(targets, n, warmup)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 30)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def _merge(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    from bench.stats import summarize
+
+    out: dict[str, Any] = {}
+    for name in rounds[0]:
+        out[name] = {
+            call: summarize([x for r in rounds for x in r[name][call]]).as_dict()
+            for call in rounds[0][name]
+        }
+    return out
+
+
+async def run_grpc(
+    corpus: SyntheticCorpus, rows: int, n: int, warmup: int, rounds: int = 3
+) -> dict[str, Any]:
+    """``rounds`` alternating blocks (in-process, then served) so load drift hits both sides."""
+    out: dict[str, Any] = {"rows": rows, "query": QUERY, "rounds": rounds}
+    per = max(1, n // rounds)
+    local_rounds: list[dict[str, Any]] = []
+    remote_rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-grpc-") as tmp:
         home = Path(tmp)
-        out["in_process"] = await _inprocess(home, corpus, rows, n, warmup)
-        env = dict(os.environ, LANCEDB_LOG="error")
-        cmd = _serve_cmd(home)
-        proc = await asyncio.create_subprocess_exec(
-            *cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-        )
-        try:
-            assert proc.stdout is not None
-            line = await asyncio.wait_for(proc.stdout.readline(), 120)
-            info = json.loads(line)
-            sock, tcp = info["socket"], info["tcp"]
-            out.update(
-                await _remote({"unix_socket": f"unix:{sock}", "tcp_loopback": tcp}, n, warmup)
-            )
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 30)
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-    base = out["in_process"]["search"]
+        for i in range(rounds):
+            local_rounds.append(await _inprocess(home, corpus, rows if i == 0 else 0, per, warmup))
+            remote_rounds.append(await _serve_round(home, per, warmup))
+    out["in_process"] = _merge([{"in_process": r} for r in local_rounds])["in_process"]
+    out.update(_merge(remote_rounds))
+    base = out["in_process"]
     out["overhead_ms"] = {
         name: {
-            "p50": round(out[name]["search"]["median"] - base["median"], 3),
-            "p95": round(out[name]["search"]["p95"] - base["p95"], 3),
+            call: {
+                "p50": round(out[name][call]["median"] - base[call]["median"], 3),
+                "p95": round(out[name][call]["p95"] - base[call]["p95"], 3),
+            }
+            for call in ("search", "health")
         }
         for name in ("unix_socket", "tcp_loopback")
     }

@@ -498,6 +498,67 @@ FILLER_TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
             "Only if you run heavy workloads like VMs or large datasets.",
         ),
     ),
+    "movies": (
+        (
+            "Is the new Dune film worth seeing in the cinema?",
+            "Yes, the sound and visuals are made for a big screen.",
+        ),
+        (
+            "Why do people like horror movies so much?",
+            "The safe thrill: fear in a setting where nothing can hurt you.",
+        ),
+        ("Who directed Parasite?", "Bong Joon-ho directed it; it won the Oscar for best picture."),
+    ),
+    "dinner": (
+        (
+            "What's a good side dish for grilled fish?",
+            "Roasted potatoes or a fresh fennel salad go well with it.",
+        ),
+        (
+            "How do I make a creamy sauce without cream?",
+            "Blend cashews or use a roux with milk and some stock.",
+        ),
+        (
+            "Can you give me a shopping list for a week of lunches?",
+            "Rice, beans, greens, eggs, yoghurt, fruit and bread.",
+        ),
+    ),
+    "flights": (
+        (
+            "Why are flights cheaper on Tuesdays?",
+            "Demand is lower midweek, so airlines discount seats.",
+        ),
+        (
+            "How early should I arrive for an international flight?",
+            "About three hours before departure is safe.",
+        ),
+        (
+            "What can I bring in hand luggage?",
+            "Liquids up to 100 ml each in a clear bag; no sharp tools.",
+        ),
+    ),
+    "pets": (
+        (
+            "How often should a puppy be fed?",
+            "Three to four small meals a day until about six months.",
+        ),
+        (
+            "Why does my friend's cat knock things off the table?",
+            "Curiosity and attention seeking; it's normal play.",
+        ),
+        (
+            "What vaccinations does a rabbit need?",
+            "Myxomatosis and RHD vaccines, boosted every year.",
+        ),
+    ),
+    "career": (
+        (
+            "How do I ask for a raise?",
+            "Collect your results, pick a good moment and name a number.",
+        ),
+        ("Should I put hobbies on my CV?", "Only if they show skills relevant to the job."),
+        ("How long should a cover letter be?", "One page: three or four short paragraphs."),
+    ),
     "health": (
         (
             "How much water should I drink a day?",
