@@ -25,10 +25,11 @@ def test_save_config_validates_before_writing(hermes_home: Path) -> None:
     with pytest.raises(StratamemError):
         save_settings({"nope": 1}, str(hermes_home))
     assert not (hermes_home / "stratamem" / "hermes.yaml").exists()
-    path = save_settings({"prefetch_budget_s": 3, "lend_llm": "false"}, str(hermes_home))
+    assert load_settings(hermes_home).lend_llm is False  # opt-in
+    path = save_settings({"prefetch_budget_s": 3, "lend_llm": "true"}, str(hermes_home))
     assert path.stat().st_mode & 0o777 == 0o600
     settings = load_settings(hermes_home)
-    assert (settings.prefetch_budget_s, settings.lend_llm) == (3.0, False)
+    assert (settings.prefetch_budget_s, settings.lend_llm) == (3.0, True)
 
 
 def test_tool_schemas_are_six_openai_functions_with_object_parameters() -> None:

@@ -3,7 +3,9 @@ then session 1 is resumed. Prints one JSON line with the session ids. Reads conf
 
 from __future__ import annotations
 
+import faulthandler
 import json
+import os
 import sys
 
 
@@ -35,6 +37,8 @@ def end(agent, messages) -> None:  # type: ignore[no-untyped-def]
 
 
 def main() -> int:
+    # a hang shows every thread's stack on stderr (the test prints it) instead of a bare timeout
+    faulthandler.dump_traceback_later(float(os.environ.get("DRIVE_AGENT_DUMP_S", "200")), exit=True)
     fact, question, follow_up = sys.argv[1:4]
     a1 = make_agent()
     r1 = a1.run_conversation(fact)

@@ -42,7 +42,7 @@ def test_agent_recalls_a_fact_from_an_earlier_session_but_not_from_its_own_histo
         text=True,
         timeout=240,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-12000:]
     ids = json.loads(done.stdout.strip().splitlines()[-1])
     assert ids["s1"] != ids["s2"] and ids["s3"] == ids["s1"]
 

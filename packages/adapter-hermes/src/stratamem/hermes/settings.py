@@ -29,7 +29,8 @@ class HermesSettings:
     home: Path
     prefetch_budget_s: float = DEFAULT_BUDGET_S
     sync_timeout_s: float = 60.0
-    lend_llm: bool = True
+    #: opt-in: see README ("Hermes' model as the core's LLM") for why it is off by default
+    lend_llm: bool = False
 
 
 def clamp_budget(value: Any) -> float:
@@ -91,7 +92,7 @@ def load_settings(
     home = stratamem_home(hh, env)
     values = _read_file(home / SETTINGS_FILE)
     budget = clamp_budget(env.get(BUDGET_ENV) or values.get("prefetch_budget_s", DEFAULT_BUDGET_S))
-    lend = values.get("lend_llm", True)
+    lend = values.get("lend_llm", False)
     if not isinstance(lend, bool):
         raise StratamemError(
             ErrorCode.CONFIG_INVALID, "lend_llm must be true or false", {"key": "lend_llm"}
@@ -110,7 +111,7 @@ CONFIG_SCHEMA: list[dict[str, Any]] = [
     {
         "key": "lend_llm",
         "description": "Let Stratamem use Hermes' model when it has no LLM of its own",
-        "default": True,
+        "default": False,
         "choices": [True, False],
         "required": False,
         "secret": False,
