@@ -124,7 +124,7 @@ class Wrapper:
                     await abort(context, err)
                     raise  # unreachable: abort raises
                 finally:
-                    _log.debug(
+                    (_log.debug if code == "ok" else _log.info)(
                         "rpc",
                         method=method,
                         code=code,
