@@ -228,3 +228,24 @@ async def test_core_failures_fail_open(host: OpenClawHost, core: LocalCore) -> N
     end = await host.agent_end(ctx("agent:main:x", "rz"), [user("anything"), assistant("ok")])
     assert (r.prepend_context, r.skip_reason) == ("", "error")
     assert (end.captured, end.skip_reason) == (False, "error")
+
+
+async def test_a_subagents_first_turn_gets_the_parents_memories_through_sub_agent_retrieval(
+    host: OpenClawHost,
+) -> None:
+    parent = ctx("agent:main:p2", "rp1")
+    await turn(
+        host, parent, [], "The Pelican service deploys with blue-green on port 8443.", "Noted."
+    )
+    await host.before_prompt_build(ctx("agent:main:p2", "rp2"), "spawn a helper for Pelican", [])
+    host.subagent_spawned(
+        ctx("agent:main:p2", "rp2"), "agent:helper:subagent:9", label="Pelican deploy"
+    )
+    # the child runs as another agent profile: its own namespace has no memories
+    child = ctx("agent:helper:subagent:9", "rc1", agent="helper")
+    first = await host.before_prompt_build(child, "How does the Pelican service deploy?", [])
+    assert "blue-green on port 8443" in first.prepend_context
+    lone = await host.before_prompt_build(
+        ctx("agent:helper:other", "rc2", agent="helper"), "How does the Pelican service deploy?", []
+    )
+    assert "blue-green" not in lone.prepend_context
