@@ -1,4 +1,5 @@
-"""``BlockingCore``: a thread-safe synchronous facade over a ``LocalCore`` on its own event-loop thread.
+"""``BlockingCore``: a thread-safe synchronous facade over the home's core (owned, or reached over its
+socket when another process owns it) on its own event-loop thread.
 
 For synchronous hosts (Hermes): every ``MemoryCore`` method is mirrored as a plain call that may be
 made from any thread; the core itself runs on one private asyncio loop.
@@ -38,7 +39,8 @@ from stratamem.contract.dtos import (
     WorldModel,
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
-from stratamem.core.local import LocalCore, open_local_core
+from stratamem.contract.protocol import MemoryCore
+from stratamem.core.local import open_core
 
 T = TypeVar("T")
 
@@ -46,8 +48,9 @@ T = TypeVar("T")
 class BlockingCore:
     """Open with ``BlockingCore.open(home, **overrides)``; close with ``close()`` (or ``with``)."""
 
-    def __init__(self, core: LocalCore, loop: asyncio.AbstractEventLoop, thread: threading.Thread):
+    def __init__(self, core: MemoryCore, loop: asyncio.AbstractEventLoop, thread: threading.Thread):
         self._core = core
+        self._exit: Any = None
         self._loop = loop
         self._thread = thread
         self._closed = False
@@ -62,19 +65,20 @@ class BlockingCore:
         **config_overrides: Any,
     ) -> BlockingCore:
         loop = asyncio.new_event_loop()
-        ready: queue.Queue[tuple[LocalCore | None, BaseException | None]] = queue.Queue()
+        ready: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue()
+        exits: list[Any] = []
 
         def run() -> None:
             asyncio.set_event_loop(loop)
 
             async def boot() -> None:
+                cm = open_core(home, embedder=embedder, host=host, **config_overrides)
                 try:
-                    core = await open_local_core(
-                        home, embedder=embedder, host=host, **config_overrides
-                    )
+                    core = await cm.__aenter__()
                 except BaseException as exc:
                     ready.put((None, exc))
                     return
+                exits.append(cm)
                 ready.put((core, None))
 
             loop.run_until_complete(boot())
@@ -89,11 +93,14 @@ class BlockingCore:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(10)
             raise err or StratamemError(ErrorCode.INTERNAL, "core failed to start")
-        return cls(core, loop, thread)
+        blocking = cls(core, loop, thread)
+        blocking._exit = exits[0]
+        return blocking
 
     @property
-    def core(self) -> LocalCore:
-        """The underlying async core (only touch it from its own loop)."""
+    def core(self) -> MemoryCore:
+        """The underlying async core — a ``LocalCore`` (owner) or a ``RemoteCore`` (another process
+        owns the home); only touch it from its own loop."""
         return self._core
 
     @property
@@ -117,7 +124,7 @@ class BlockingCore:
             return
         self._closed = True
         try:
-            self._run(self._core.shutdown())
+            self._run(self._exit.__aexit__(None, None, None))
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(30)
