@@ -121,3 +121,29 @@ def test_a_too_long_socket_path_falls_back_to_a_short_temp_path(tmp_path: Path) 
     assert len(os.fsencode(str(path))) <= MAX_SOCKET_PATH_BYTES
     assert path == socket_path_for(deep) and path != socket_path_for(tmp_path / ("e" * 120))
     assert socket_path_for(tmp_path) == tmp_path / "run" / "stratamem.sock"
+
+
+def test_serve_writes_its_logs_and_events_into_the_home(
+    served: tuple[subprocess.Popen[str], Path, dict[str, object]],
+) -> None:
+    proc, home, _info = served
+    ingest = home.parent / "one.jsonl"
+    ingest.write_text(
+        json.dumps({"session": "s", "user": "the kiln runs at 1200C", "assistant": "ok", "ts": 1})
+        + "\n"
+    )
+    done = subprocess.run(
+        [*EXE, "ingest", str(ingest), "--no-progress"],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    logs = home / "logs"
+    app = [json.loads(x) for x in (logs / "stratamem.log").read_text().splitlines() if x]
+    assert any(r.get("channel") for r in app)
+    events = [json.loads(x) for x in (logs / "events.jsonl").read_text().splitlines() if x]
+    assert "turn.captured" in {e.get("type") for e in events}

@@ -32,6 +32,9 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--drain-timeout", type=float, default=10.0, help="seconds to finish in-flight calls"
     )
+    parser.add_argument(
+        "--viewer", default=None, help="viewer HOST:PORT (:0 picks a free port) or off"
+    )
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -53,6 +56,19 @@ async def serve(args: argparse.Namespace) -> int:
             )
             return EXIT_OWNED
         raise
+    from pathlib import Path
+
+    from stratamem.core.telemetry.events_log import attach_event_log
+    from stratamem.core.telemetry.logs import configure_logging
+    from stratamem.core.telemetry.tracing import configure_tracing
+    from stratamem.core.workspace.insight_scheduler import InsightScheduler
+
+    configure_logging(home, core.config, embedded=False)
+    configure_tracing(core.config)
+    attach_event_log(core.bus)
+    insights = InsightScheduler(
+        lambda: [Path(r) for r in core.config.get("workspace", {}).get("roots", [])], core.llm
+    )
     opts = ServeOptions(
         listen=list(args.listen),
         token=args.token,
@@ -66,15 +82,26 @@ async def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     service = Service(core, opts)
+    viewer = None
     try:
         try:
             await service.start()
+            from stratamem.core.viewer.command import start_for_serve
+
+            viewer = await start_for_serve(core, service, args.viewer, args.token)
         except StratamemError:
             await service.stop(0)
             raise
+        if viewer is not None:
+            service.viewer_url = viewer.url
+            service._write_serve_json()
         info = {"socket": str(service.socket_path), "tcp": service.tcp_address}
-        print(json.dumps({"ready": True, **info}), flush=True)
+        print(json.dumps({"ready": True, **info, "viewer_url": service.viewer_url}), flush=True)
+        insights.start()
         await stop.wait()
+        if viewer is not None:
+            await viewer.stop()
+        await insights.stop()
         await service.stop()
     finally:
         await core.shutdown()
