@@ -131,6 +131,7 @@ class Service:
         self._unregister_llm: Any = None
         self._workspace: dict[str, Any] = {}
         self.closing = asyncio.Event()
+        self.viewer_url: str | None = None
 
     # ------------------------------------------------------------------ building
     def _server(self, principal_of: Any, interceptors: list[Any]) -> grpc.aio.Server:
@@ -240,7 +241,7 @@ class Service:
             "pid": os.getpid(),
             "socket": str(self.socket_path),
             "tcp": self.tcp_address,
-            "viewer_url": None,
+            "viewer_url": self.viewer_url,
             "epoch": getattr(getattr(self.core, "bus", None), "epoch", None),
             "started_at": int(time.time() * 1000),
         }

@@ -1,0 +1,113 @@
+"""Who may use the viewer: loopback callers by default; anyone else only with a bearer token.
+
+A non-loopback bind without a token is refused at start. Loopback requests must name a loopback host
+(DNS-rebinding guard), and writes must be JSON from our own origin (no cross-site form posts).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.viewer.http import HttpError, Request
+
+COOKIE = "stratamem_viewer_token"
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return bool(addr.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def _host_name(host_header: str) -> str:
+    if host_header.startswith("["):
+        return host_header[1 : host_header.find("]")]
+    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+
+
+def check_bind(host: str, tokens: Iterable[str]) -> None:
+    """Refuse a non-loopback bind unless at least one token exists."""
+    if not is_loopback(host) and not any(tokens):
+        raise StratamemError(
+            ErrorCode.PERMISSION_DENIED,
+            f"refusing to serve the viewer on non-loopback {host!r} without a token "
+            "(--token or server.tokens in config.yaml)",
+            {"host": host},
+        )
+
+
+class Guard:
+    """Per-request checks; raises a typed ``HttpError`` (401/403) and the request changes nothing."""
+
+    def __init__(self, tokens: Iterable[str]) -> None:
+        self.tokens = [t for t in tokens if t]
+
+    def token_of(self, req: Request) -> str | None:
+        auth = req.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return auth[7:].strip()
+        for part in req.headers.get("cookie", "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == COOKIE and value:
+                return value
+        return req.query.get("token") or None
+
+    def _valid(self, token: str | None) -> bool:
+        if not token:
+            return False
+        return any(hmac.compare_digest(token.encode(), t.encode()) for t in self.tokens)
+
+    def check(self, req: Request) -> None:
+        token = self.token_of(req)
+        if is_loopback(req.peer):
+            if token is not None and self.tokens and not self._valid(token):
+                raise HttpError(401, ErrorCode.UNAUTHENTICATED, "the viewer token is not valid")
+            req.principal = "token" if token else "loopback"
+            if req.principal == "loopback" and not is_loopback(
+                _host_name(req.headers.get("host", ""))
+            ):
+                raise HttpError(
+                    403,
+                    ErrorCode.PERMISSION_DENIED,
+                    "requests without a token must address the viewer by a loopback name",
+                    {"host": req.headers.get("host", "")},
+                )
+        else:
+            if not self.tokens:
+                raise HttpError(
+                    403,
+                    ErrorCode.PERMISSION_DENIED,
+                    "the viewer only answers loopback callers (no token is configured)",
+                    {"peer": req.peer},
+                )
+            if token is None:
+                raise HttpError(
+                    401,
+                    ErrorCode.UNAUTHENTICATED,
+                    "a token is required from a non-loopback address "
+                    "(Authorization: Bearer TOKEN, or ?token=TOKEN once)",
+                    {"peer": req.peer},
+                )
+            if not self._valid(token):
+                raise HttpError(401, ErrorCode.UNAUTHENTICATED, "the viewer token is not valid")
+            req.principal = "token"
+        if req.method in WRITE_METHODS:
+            origin = req.headers.get("origin")
+            if origin and urlsplit(origin).netloc != req.headers.get("host", ""):
+                raise HttpError(
+                    403,
+                    ErrorCode.PERMISSION_DENIED,
+                    "cross-origin writes are refused",
+                    {"origin": origin},
+                )
