@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,37 @@ def _hermes(env: dict[str, str], cwd: str, prompt: str, *extra: str) -> tuple[st
 def test_hermes_chat_cli_recalls_across_processes_and_sessions(
     stub: StubLLM, hermes_env: dict[str, str]
 ) -> None:
+    """Each `hermes chat` is a short process: with `stratamem serve` on the home (as the README
+    recommends) every one is a client of that server instead of loading the model itself."""
     cwd = hermes_env.pop("_CWD")
+    home = Path(hermes_env["HERMES_HOME"]) / "stratamem"
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "stratamem"),
+            "serve",
+            "--home",
+            str(home),
+            "--viewer",
+            "off",
+        ],
+        env=hermes_env,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (home / "run" / "stratamem.sock").exists():
+            assert server.poll() is None, "stratamem serve exited"
+            assert time.monotonic() < deadline, "stratamem serve did not come up"
+            time.sleep(0.1)
+        _chat_turns(stub, hermes_env, cwd)
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def _chat_turns(stub: StubLLM, hermes_env: dict[str, str], cwd: str) -> None:
     _, s1 = _hermes(hermes_env, cwd, FACT)
     assert s1
     _, s2 = _hermes(hermes_env, cwd, QUESTION)  # a new session: no --resume

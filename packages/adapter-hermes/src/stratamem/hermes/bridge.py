@@ -59,12 +59,44 @@ class LoopCore:
 
         return call
 
-    def close(self) -> None:
+    def close(self, timeout: float = 10.0) -> None:
+        import asyncio
+
         try:
-            self._run(self._cm.__aexit__(None, None, None))
+            asyncio.run_coroutine_threadsafe(
+                self._cm.__aexit__(None, None, None), self._loop
+            ).result(timeout)
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
+
+
+class _DaemonPool:
+    """``submit`` on a fresh daemon thread: a call stuck in the store never holds up process exit
+    (``ThreadPoolExecutor`` joins its workers at interpreter exit)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._closed = False
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> cf.Future[T]:
+        if self._closed:
+            raise RuntimeError("pool is shut down")
+        future: cf.Future[T] = cf.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name=self._name, daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = False, cancel_futures: bool = True) -> None:
+        self._closed = True
 
 
 class CoreBridge:
@@ -80,7 +112,7 @@ class CoreBridge:
         self.home = home
         self._opener: Opener = opener or default_opener
         self._overrides = dict(overrides or {})
-        self._pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="stratamem-hermes")
+        self._pool = _DaemonPool("stratamem-hermes")
         self._lock = threading.Lock()
         self._opening: cf.Future[Any] | None = None
         self._closed = False
@@ -90,17 +122,22 @@ class CoreBridge:
         self.spool = Spool(home)
 
     def add_on_open(self, callback: Callable[[Any], Any]) -> None:
-        """Run ``callback(core)`` on the pool each time the core has opened."""
+        """Run ``callback(core)`` each time the core opens, before it serves any call."""
         with self._lock:
             self._on_open.append(callback)
 
-    def _opened(self, future: cf.Future[Any]) -> None:
-        if future.cancelled() or future.exception() is not None:
-            return
-        core = future.result()
+    def _open(self) -> Any:
+        """Open the core, then run the on-open callbacks (the spool replay) before any call sees
+        it: turns acknowledged while the core was opening are read-your-writes too."""
+        core = self._opener(self.home, **self._overrides)
         for callback in list(self._on_open):
-            with contextlib.suppress(RuntimeError):  # pool already shut down
-                self._pool.submit(callback, core)
+            try:
+                callback(core)
+            except Exception as exc:  # a failed replay keeps its files for the next open
+                import logging
+
+                logging.getLogger("stratamem.hermes").warning("stratamem on-open: %s", exc)
+        return core
 
     def ready(self, timeout: float) -> bool:
         """Whether the core is open (waiting up to ``timeout`` seconds for it)."""
@@ -118,8 +155,7 @@ class CoreBridge:
             if self._opening is None or (
                 self._opening.done() and self._opening.exception() is not None
             ):
-                self._opening = self._pool.submit(self._opener, self.home, **self._overrides)
-                self._opening.add_done_callback(self._opened)
+                self._opening = self._pool.submit(self._open)
             return self._opening
 
     def call(self, fn: Callable[[Any], T], timeout: float) -> T:
@@ -155,6 +191,10 @@ class CoreBridge:
         if opening is not None:
             try:
                 core = opening.result(timeout=timeout)
+            except cf.TimeoutError:
+                # still opening: close it whenever it finishes, so no orphan keeps the home
+                opening.add_done_callback(_close_when_open)
+                core = None
             except Exception:
                 core = None
             if core is not None:
@@ -164,6 +204,14 @@ class CoreBridge:
                     with contextlib.suppress(Exception):
                         done.result(timeout=timeout)
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _close_when_open(future: cf.Future[Any]) -> None:
+    if future.cancelled() or future.exception() is not None:
+        return
+    closer = getattr(future.result(), "close", None)
+    if callable(closer):
+        threading.Thread(target=closer, name="stratamem-late-close", daemon=True).start()
 
 
 _REGISTRY_LOCK = threading.Lock()
