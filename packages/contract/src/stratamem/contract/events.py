@@ -54,6 +54,58 @@ CATALOGUE: tuple[EventType, ...] = (
         ("reason", "session_id", "hits", "tiers"),
     ),
     EventType("retrieval.empty", "a retrieval returned nothing", ("reason", "session_id")),
+    EventType(
+        "reward.computed",
+        "full mode scored an episode (LLM rubric or explicit feedback)",
+        ("episode_id", "reward", "source", "trigger"),
+    ),
+    EventType(
+        "trace.value_updated",
+        "reward was back-propagated into the values and priorities of an episode's traces",
+        ("episode_id", "trace_ids", "values"),
+    ),
+    EventType(
+        "policy.trace_associated",
+        "a valuable trace was linked to an existing policy",
+        ("policy_id", "trace_id", "score"),
+    ),
+    EventType(
+        "policy.induced",
+        "a new L2 policy (or feedback experience) was created",
+        ("policy_id", "title", "signature", "episode_ids"),
+    ),
+    EventType(
+        "policy.revised",
+        "a policy's gain, support, status or guidance changed",
+        ("policy_id", "gain", "support", "status"),
+    ),
+    EventType(
+        "world_model.abstracted",
+        "a new L3 world model was abstracted from a policy cluster",
+        ("world_model_id", "title", "policy_ids", "episode_ids"),
+    ),
+    EventType(
+        "world_model.revised",
+        "a world model absorbed a cluster (new version)",
+        ("world_model_id", "version", "policy_ids"),
+    ),
+    EventType(
+        "skill.crystallized",
+        "a skill was crystallised (or rebuilt) from a policy",
+        ("skill_id", "name", "policy_id", "eta", "version"),
+    ),
+    EventType("skill.failed", "skill crystallisation gave up on a policy", ("policy_id", "reason")),
+    EventType(
+        "skill.eta_updated",
+        "a skill's η/status moved (trial, thumb or lifecycle tick)",
+        ("skill_id", "eta", "status", "cause"),
+    ),
+    EventType("skill.archived", "a skill fell below the η floor", ("skill_id", "reason")),
+    EventType(
+        "repair.generated",
+        "a failure burst produced prefer/avoid guidance for the session's next turn",
+        ("repair_id", "session_id", "tool", "source", "policy_ids"),
+    ),
 )
 
 EVENT_TYPES: frozenset[str] = frozenset(e.name for e in CATALOGUE)

@@ -164,6 +164,12 @@ class LocalCore:
         self.llm = llm
         self.bus = bus or EventBus()
         self.lightweight = bool(config["algorithm"]["lightweight_memory"]["enabled"])
+        self.mode_reason = "algorithm.lightweight_memory.enabled"
+        self.learner: Any = None
+        if not self.lightweight:
+            from stratamem.core.learning import Learner
+
+            self.learner = Learner(self)
         self._db_exec = ThreadPoolExecutor(1, thread_name_prefix="stratamem-sqlite")
         self._cpu_exec = ThreadPoolExecutor(
             int(config["runtime"]["executor_workers"]), thread_name_prefix="stratamem-cpu"
@@ -224,6 +230,8 @@ class LocalCore:
     async def start(self) -> None:
         replayed = await self.journal.start()
         self.replayed = replayed
+        if self.learner is not None:
+            self.learner.start()
         await self._recover_open_episodes()
         self._maintenance = asyncio.create_task(self._maintenance_loop(), name="stratamem-maint")
         self.bus.emit(
@@ -262,6 +270,8 @@ class LocalCore:
         if self._shut:
             return
         self._shut = True
+        if self.learner is not None:
+            await self.learner.stop()
         try:
             await self.journal.stop(15.0)
         finally:
@@ -287,6 +297,8 @@ class LocalCore:
             applied = await self.journal.drain(timeout_s)
         except TimeoutError:
             applied = 0
+        if self.learner is not None:  # fire feedback windows, run reward/L2/L3/skills now
+            await self.learner.flush(timeout_s)
         return FlushResult(applied=applied, backlog=len(self.journal.pending))
 
     async def health(self) -> Health:
@@ -304,9 +316,7 @@ class LocalCore:
             version=__version__,
             uptime_ms=int((time.monotonic() - self._started_at) * 1000),
             mode=self._mode(),
-            mode_reason="algorithm.lightweight_memory.enabled"
-            if self.lightweight
-            else "config: full mode",
+            mode_reason=self.mode_reason,
             home=str(self.home),
             namespace=self.namespace,
             llm=llm_health,
@@ -530,6 +540,8 @@ class LocalCore:
                 "episode.closed",
                 {"episode_id": episode_id, "session_id": session_id, "reason": reason},
             )
+            if self.learner is not None:  # topic end: reflect pass, then the feedback window
+                self.learner.episode_finalized(episode_id)
 
     async def open_episode(
         self, session_id: str, user_message: str | None = None, episode_id: str | None = None
@@ -648,6 +660,11 @@ class LocalCore:
     async def _route(self, turn: TurnInput, ns: Namespace) -> tuple[TurnRoute, bool]:
         """ensure session -> relation/episode routing -> record the user turn -> intent."""
         await self._ensure_session(turn.agent, turn.session_id, ns, {})
+        if self.learner is not None:  # the new user turn as implicit feedback on the previous one
+            try:
+                await self.learner.user_turn(turn.session_id, turn.user_text, owner_columns(ns))
+            except Exception as exc:
+                _log.warning("learning.implicit_feedback_failed", error=str(exc))
         relation = "bootstrap"
         episode_id: str | None = None
         if turn.episode_id:
@@ -800,6 +817,7 @@ class LocalCore:
                     result = RetrievalResult(query=routed, packet_id=f"empty:{route.episode_id}")
                 else:
                     result = await self._retrieve_safely(routed, ns)
+                result = await self._with_repair(result, route.session_id)
             fut.set_result(result)
             return result
         except BaseException as exc:
@@ -830,7 +848,25 @@ class LocalCore:
         if self._deadline_left_s(query.deadline_at) <= 0:
             return RetrievalResult(query=query, cut_off=True, packet_id=f"empty-{now_ms()}")
         with span("search", reason=query.reason, session=query.session_id):
-            return await self._retrieve_safely(query, ns)
+            result = await self._retrieve_safely(query, ns)
+        if query.reason == "sub_agent" and query.session_id:
+            result = await self._with_repair(result, query.session_id)
+        return result
+
+    async def _with_repair(self, result: RetrievalResult, session_id: str) -> RetrievalResult:
+        """Decision repair (memos-core §5.8, fixed): the session's undelivered repair packet is
+        prepended to the injected context of its next turn start / sub-agent start."""
+        if self.learner is None:
+            return result
+        try:
+            block = await self.learner.repair_packet(session_id)
+        except Exception as exc:
+            _log.warning("learning.repair_packet_failed", error=str(exc))
+            return result
+        if not block:
+            return result
+        text = block + ("\n\n" + result.injected_context if result.injected_context else "")
+        return replace(result, injected_context=text)
 
     async def _retrieve_safely(self, query: RetrievalQuery, ns: Namespace) -> RetrievalResult:
         """Never raises for a retrieval failure: an empty result instead (memos-core §1.3)."""
@@ -1147,6 +1183,8 @@ class LocalCore:
                 return
             key = outcome.episode_id or outcome.session_id
             self._tool_steps[key] = self._tool_steps.get(key, 0) + 1
+            if self.learner is not None and isinstance(outcome.tool, str) and outcome.tool:
+                self.learner.tool_outcome(outcome.session_id, outcome.tool, bool(outcome.success))
         except Exception:  # pragma: no cover - by contract
             return
 
@@ -1249,6 +1287,23 @@ class LocalCore:
             "feedback.received",
             {"feedback_id": fb.id, "trace_id": fb.trace_id, "polarity": fb.polarity},
         )
+        if self.learner is not None:  # full mode: experience, then score the episode now
+            try:
+                await self.learner.feedback_stored(
+                    {
+                        "id": fb.id,
+                        "episode_id": fb.episode_id,
+                        "trace_id": fb.trace_id,
+                        "channel": fb.channel,
+                        "polarity": fb.polarity,
+                        "magnitude": fb.magnitude,
+                        "rationale": fb.rationale,
+                        "raw": fb.raw,
+                        **own,
+                    }
+                )
+            except Exception as exc:
+                _log.warning("learning.feedback_failed", error=str(exc))
         return fb
 
     # ------------------------------------------------------------------ traces
@@ -1500,6 +1555,10 @@ class LocalCore:
                 {"usage_count": int(row.get("usage_count") or 0) + 1, "last_used_at": now_ms()},
             )
             row = await self._get_one("skills", row["id"], ns) or row
+        if options is not None and options.record_trial and self.learner is not None:
+            await self.learner.skill_trial(
+                row["id"], options.session_id, options.episode_id, options.trace_id
+            )
         return skill_from_row(row)
 
     async def list_skills(self, query: ListQuery) -> list[Skill]:
@@ -1595,6 +1654,17 @@ async def open_local_core(
         dim = int(getattr(emb, "dimension", 0) or 0) or 384
         model = str(getattr(emb, "model", "") or "none")
         store = await LanceStore(path / "data" / "lance", dim, model, cfg["storage"]).open()
+        from stratamem.core.config.loader import (
+            CONFIG_FILE,
+            deep_merge,
+            overrides_to_tree,
+            read_user_config,
+        )
+        from stratamem.core.learning.mode import resolve_mode
+
+        user = deep_merge(read_user_config(path / CONFIG_FILE), overrides_to_tree(config_overrides))
+        lightweight, mode_reason = resolve_mode(user, cfg)
+        cfg["algorithm"]["lightweight_memory"]["enabled"] = lightweight
         llm = _load_llm(cfg)
         core = LocalCore(
             path,
@@ -1606,6 +1676,7 @@ async def open_local_core(
             llm=llm,
             owns_embedder=embedder is None,
         )
+        core.mode_reason = mode_reason
         await core.start()
         return core
     except BaseException:

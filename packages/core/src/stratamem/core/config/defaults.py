@@ -93,6 +93,16 @@ DEFAULTS: dict[str, Any] = {
         "trace_char_cap": 3000,
         "gain_ema_alpha": 0.4,
         "archive_gain": -0.05,
+        #: Stratamem: named constants of §5.4 (association/duplicate top-k, signature bonus, scopes)
+        "association_top_k": 16,
+        "duplicate_top_k": 5,
+        "signature_bonus": 0.05,
+        "gain_scope_per_episode": 50,
+        "gain_set_cap": 50,
+        "gain_pseudo_count": 5,
+        "dice_title": 0.9,
+        "dice_trigger": 0.8,
+        "dice_procedure": 0.7,
     },
     "l3_abstraction": {
         "min_policies": 1,
@@ -106,6 +116,9 @@ DEFAULTS: dict[str, Any] = {
         "cooldown_days": 0,
         "confidence_delta": 0.05,
         "min_confidence_for_retrieval": 0.2,
+        #: Stratamem: named constants of §5.5 (merge by policy overlap, loose-cluster confidence)
+        "merge_policy_overlap": 0.6,
+        "loose_confidence_base": 0.6,
     },
     "skill": {
         "min_support": 1,
@@ -118,6 +131,14 @@ DEFAULTS: dict[str, Any] = {
         "eta_delta": 0.1,
         "archive_eta": 0.1,
         "min_eta_for_retrieval": 0.1,
+        #: Stratamem: named constants of §5.6 (evidence, verifier, trial outcome thresholds)
+        "evidence_per_episode": 20,
+        "evidence_cos_weight": 0.2,
+        "counter_examples": 5,
+        "verify_min_tool_coverage": 0.5,
+        "verify_min_resonance": 0.5,
+        "trial_pass_reward": 0.5,
+        "trial_fail_reward": -0.5,
     },
     "feedback": {
         "failure_threshold": 3,
@@ -129,6 +150,24 @@ DEFAULTS: dict[str, Any] = {
         "cooldown_ms": 60000,
         "trace_char_cap": 500,
         "evidence_limit": 4,
+        #: Stratamem: named constants of §5.8/§5.9
+        "repair_evidence_traces": 24,
+        "experience_min_significance": 0.5,
+        "experience_merge_similarity": 0.72,
+        "experience_merge_similarity_cross_type": 0.82,
+        #: a new user turn counts as implicit feedback on the previous turn at this confidence
+        "implicit_min_confidence": 0.7,
+        "implicit_magnitude": 0.6,
+    },
+    "learning": {
+        #: malformed-JSON retries of every learning-stage LLM call (then the deterministic fallback)
+        "json_retries": 1,
+        "llm_timeout_ms": 30000,
+        #: an episode scored with no signal at all (no LLM, no feedback) keeps its traces' priority
+        #: instead of zeroing it (memos-core §9 defect not copied)
+        "keep_priority_without_signal": True,
+        #: α of a step with no reflection when the reward is back-propagated (reference: 0)
+        "default_alpha": 0.0,
     },
     "session": {
         "follow_up_mode": "merge_follow_ups",

@@ -78,6 +78,38 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         CREATE INDEX journal_target ON journal(target_id);
         """,
     ),
+    (
+        2,
+        "learning",
+        """
+        CREATE TABLE l2_candidate_pool (
+            signature TEXT NOT NULL, trace_id TEXT NOT NULL, episode_id TEXT NOT NULL,
+            value REAL NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL,
+            promoted_policy_id TEXT, PRIMARY KEY (signature, trace_id)
+        ) STRICT;
+        CREATE INDEX l2_pool_open ON l2_candidate_pool(promoted_policy_id, expires_at);
+        CREATE TABLE trace_policy_links (
+            trace_id TEXT NOT NULL, policy_id TEXT NOT NULL, episode_id TEXT NOT NULL,
+            score REAL NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,
+            PRIMARY KEY (trace_id, policy_id)
+        ) STRICT;
+        CREATE INDEX trace_policy_links_policy ON trace_policy_links(policy_id);
+        CREATE TABLE skill_trials (
+            id TEXT PRIMARY KEY, skill_id TEXT NOT NULL, session_id TEXT, episode_id TEXT,
+            trace_id TEXT, status TEXT NOT NULL DEFAULT 'pending', created_at INTEGER NOT NULL,
+            resolved_at INTEGER, reward REAL
+        ) STRICT;
+        CREATE INDEX skill_trials_episode ON skill_trials(episode_id, status);
+        CREATE TABLE decision_repairs (
+            id TEXT PRIMARY KEY, context_hash TEXT NOT NULL, session_id TEXT, tool TEXT NOT NULL,
+            preference TEXT NOT NULL, anti_pattern TEXT NOT NULL, severity TEXT NOT NULL,
+            confidence REAL NOT NULL, source TEXT NOT NULL, policy_ids_json TEXT NOT NULL DEFAULT '[]',
+            created_at INTEGER NOT NULL, delivered_at INTEGER
+        ) STRICT;
+        CREATE INDEX decision_repairs_ctx ON decision_repairs(context_hash, created_at);
+        CREATE INDEX decision_repairs_session ON decision_repairs(session_id, delivered_at)
+        """,
+    ),
 )
 
 
