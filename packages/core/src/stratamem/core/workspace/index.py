@@ -21,18 +21,14 @@ import pyarrow as pa
 
 from stratamem.core.telemetry import get_logger
 from stratamem.core.workspace.embedder import LazyEmbedder
-from stratamem.core.workspace.layered import Chunk, layered_chunks
+from stratamem.core.workspace.layered import Chunk, layered_chunks, layered_fingerprint
+from stratamem.core.workspace.layout import STRATAMEM_LAYOUT, WorkspaceLayout
 from stratamem.core.workspace.models import (
     MAX_SNIPPET_CHARS,
     MemorySearchResult,
     clamp_search_limit,
 )
-from stratamem.core.workspace.paths import (
-    MEMORY_WORKSPACE_PATH,
-    canonical_relpath,
-    is_layered_name,
-    project_key,
-)
+from stratamem.core.workspace.paths import MEMORY_WORKSPACE_PATH, is_layered_name
 
 TABLE = "chunks"
 
@@ -44,9 +40,10 @@ def _log() -> Any:
 _PK = {b"lance-schema:unenforced-primary-key": b"true"}
 
 
-def index_dir(home: Path, root: Path) -> Path:
-    """``<home>/workspace/<sha256(root)[:16]>/``: where a project's index and recall store live."""
-    return home / "workspace" / project_key(root)
+def index_dir(home: Path, root: Path, layout: WorkspaceLayout = STRATAMEM_LAYOUT) -> Path:
+    """``<home>/workspace/<key>/`` where ``key`` is ``sha256(root)[:16]`` for Stratamem's layout
+    (the recall store lives there too) and a hash of (layout, root) for a host's layout."""
+    return home / "workspace" / layout.key(root)
 
 
 def chunk_schema(dim: int) -> pa.Schema:
@@ -65,7 +62,7 @@ def chunk_schema(dim: int) -> pa.Schema:
     )
 
 
-def canonicalize_index_path(path: str) -> str | None:
+def canonicalize_index_path(path: str, layout: WorkspaceLayout = STRATAMEM_LAYOUT) -> str | None:
     """Remap a stale indexed path (legacy location, absolute path, bare name) to the canonical one.
 
     Returns ``None`` when the path does not name a layered file at all.
@@ -73,7 +70,7 @@ def canonicalize_index_path(path: str) -> str | None:
     name = re.split(r"[\\/]", path.strip())[-1] if path else ""
     if not is_layered_name(name):
         return None
-    return canonical_relpath(name)
+    return layout.relpath(name)
 
 
 def _text_hash(text: str) -> str:
@@ -94,10 +91,17 @@ def _file_lock(path: Path) -> Iterator[None]:
 class WorkspaceIndex:
     """One project's index: ``refresh`` rebuilds it from the files, ``search`` queries it hybrid."""
 
-    def __init__(self, home: Path, root: Path, embedder: LazyEmbedder) -> None:
+    def __init__(
+        self,
+        home: Path,
+        root: Path,
+        embedder: LazyEmbedder,
+        layout: WorkspaceLayout = STRATAMEM_LAYOUT,
+    ) -> None:
         self.home = home
         self.root = root
-        self.dir = index_dir(home, root)
+        self.layout = layout
+        self.dir = index_dir(home, root, layout)
         self._embedder = embedder
         self._lock = threading.Lock()
         self.refresh_count = 0
@@ -116,7 +120,8 @@ class WorkspaceIndex:
     def refresh(self) -> int:
         """Rebuild the index from the layered files; unchanged chunks keep their vectors. Returns rows."""
         with self._lock, _file_lock(self.dir / "index.lock"):
-            chunks = layered_chunks(self.root)
+            fingerprint = layered_fingerprint(self.root, self.layout)  # before reading: safe side
+            chunks = layered_chunks(self.root, self.layout)
             embedder = self._embedder.get()
             dim = int(embedder.dimension)
             db = self._connect()
@@ -160,12 +165,21 @@ class WorkspaceIndex:
 
                 table.create_index("text", config=FTS(), replace=True)
             (self.dir / "root.txt").write_text(str(self.root), encoding="utf-8")
+            (self.dir / "fingerprint.txt").write_text(fingerprint, encoding="utf-8")
             self.refresh_count += 1
             _log().debug("workspace index refreshed", root=str(self.root), rows=len(rows))
             return len(rows)
 
     def exists(self) -> bool:
         return (self.dir / "index" / f"{TABLE}.lance").exists()
+
+    def is_stale(self) -> bool:
+        """True when the files changed since the last refresh (a host may edit them directly)."""
+        try:
+            built = (self.dir / "fingerprint.txt").read_text(encoding="utf-8")
+        except OSError:
+            return True
+        return built != layered_fingerprint(self.root, self.layout)
 
     def search(self, query: str, limit: int | None) -> list[MemorySearchResult]:
         """Hybrid search (vector + FTS, RRF); raises when the index is missing or unusable."""
@@ -188,7 +202,7 @@ class WorkspaceIndex:
         results: list[MemorySearchResult] = []
         seen: set[tuple[str, int]] = set()
         for row in rows:
-            path = canonicalize_index_path(str(row.get("path") or ""))
+            path = canonicalize_index_path(str(row.get("path") or ""), self.layout)
             if path is None:
                 continue
             key = (path, int(row.get("start_line") or 0))

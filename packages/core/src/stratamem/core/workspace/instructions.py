@@ -9,7 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from stratamem.core.workspace.paths import MEMORY_LONG_TERM_PATH, MEMORY_WORKSPACE_PATH
+from stratamem.core.workspace.layout import (
+    LONG_TERM_FILENAME,
+    STRATAMEM_LAYOUT,
+    WorkspaceLayout,
+)
 from stratamem.core.workspace.settings import effective_settings
 
 BackendStyle = Literal["disabled", "file", "readonly", "lancedb"]
@@ -19,6 +23,7 @@ BackendStyle = Literal["disabled", "file", "readonly", "lancedb"]
 class MemoryInstructionContext:
     backend_type: BackendStyle
     instruction_path_hint: str | None
+    daily_path_hint: str = STRATAMEM_LAYOUT.relpath("YYYY-MM-DD.md")
 
     @property
     def enabled(self) -> bool:
@@ -27,6 +32,7 @@ class MemoryInstructionContext:
 
 def resolve_memory_instruction_context(
     settings: Mapping[str, Any] | None = None,
+    layout: WorkspaceLayout = STRATAMEM_LAYOUT,
 ) -> MemoryInstructionContext:
     """disabled → no hint; file → explicit MEMORY.md hint; readonly; lancedb or unknown → generic."""
     eff = effective_settings(settings)
@@ -34,7 +40,9 @@ def resolve_memory_instruction_context(
         return MemoryInstructionContext("disabled", None)
     kind = eff["memory_backend_type"]
     if kind == "file":
-        return MemoryInstructionContext("file", MEMORY_LONG_TERM_PATH)
+        return MemoryInstructionContext(
+            "file", layout.relpath(LONG_TERM_FILENAME), layout.relpath("YYYY-MM-DD.md")
+        )
     if kind == "readonly":
         return MemoryInstructionContext("readonly", None)
     return MemoryInstructionContext("lancedb", None)
@@ -50,7 +58,7 @@ def _read_part(ctx: MemoryInstructionContext) -> str:
     if ctx.backend_type == "file":
         return (
             f"Before you start, read the project memory file `{ctx.instruction_path_hint}` "
-            f"(daily notes live next to it in `{MEMORY_WORKSPACE_PATH}/YYYY-MM-DD.md`)."
+            f"(daily notes live in `{ctx.daily_path_hint}`)."
         )
     return (
         "Before you start, consult the project memory through the memory tools "

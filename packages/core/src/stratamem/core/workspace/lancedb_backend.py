@@ -15,6 +15,7 @@ from stratamem.core.workspace.embedder import EmbedderFactory, LazyEmbedder
 from stratamem.core.workspace.file_backend import FileMemoryBackend
 from stratamem.core.workspace.index import DebouncedRefresher, WorkspaceIndex, default_home
 from stratamem.core.workspace.layered import search_layered_files
+from stratamem.core.workspace.layout import STRATAMEM_LAYOUT, WorkspaceLayout
 from stratamem.core.workspace.models import (
     MemoryBackendCapabilities,
     MemoryGetOptions,
@@ -31,7 +32,10 @@ def _log() -> Any:
 
 
 class LanceDbMemoryBackend:
-    """Delegates read/write to ``file``; keeps ``<home>/workspace/<key>/index`` fresh in the background."""
+    """Delegates read/write to ``file``; keeps ``<home>/workspace/<key>/index`` fresh in the background.
+
+    A search over an index older than the files answers from the files and schedules a refresh.
+    """
 
     type = "lancedb"
     name = "LanceDB hybrid index"
@@ -50,14 +54,25 @@ class LanceDbMemoryBackend:
         embedder_factory: EmbedderFactory | None = None,
         embedder: LazyEmbedder | None = None,
         debounce_seconds: float = 0.5,
+        layout: WorkspaceLayout = STRATAMEM_LAYOUT,
     ) -> None:
         self._home = home
-        self._file = FileMemoryBackend()
+        self.layout = layout
+        self._file = FileMemoryBackend(layout)
         self._embedder = embedder or LazyEmbedder(embedder_factory)
         self.refresher = DebouncedRefresher(debounce_seconds)
         self._indexes: dict[Path, WorkspaceIndex] = {}
         self._lock = threading.Lock()
         self._warmed: set[Path] = set()
+
+    def with_layout(self, layout: WorkspaceLayout) -> LanceDbMemoryBackend:
+        """A backend over ``layout`` sharing this one's home and embedder (its own index keys)."""
+        return LanceDbMemoryBackend(
+            self._home,
+            embedder=self._embedder,
+            debounce_seconds=self.refresher.delay,
+            layout=layout,
+        )
 
     @property
     def home(self) -> Path:
@@ -67,7 +82,7 @@ class LanceDbMemoryBackend:
         with self._lock:
             index = self._indexes.get(root)
             if index is None:
-                index = WorkspaceIndex(self.home, root, self._embedder)
+                index = WorkspaceIndex(self.home, root, self._embedder, self.layout)
                 self._indexes[root] = index
             return index
 
@@ -102,14 +117,18 @@ class LanceDbMemoryBackend:
 
     def search(self, root: Path, options: MemorySearchOptions) -> list[MemorySearchResult]:
         index = self.index_for(root)
+        usable = True
         if not index.exists():
             self.warm(root)  # first search before any refresh: build it for next time
-        if options.query.strip():
+        elif index.is_stale():  # edited behind our back (the host writes its own files)
+            self.schedule_refresh(root)
+            usable = False
+        if usable and options.query.strip():
             try:
                 return index.search(options.query, options.limit)
             except Exception as exc:
                 _log().info("index search unavailable, using local layered search", error=str(exc))
-        return search_layered_files(root, options.query, options.limit)
+        return search_layered_files(root, options.query, options.limit, self.layout)
 
     def close(self) -> None:
         """Cancel pending refreshes (not a contract method: process shutdown only)."""

@@ -6,12 +6,14 @@ This is the source of truth every backend builds on; the LanceDB index is only a
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from stratamem.core.workspace.atomic import atomic_write_bytes
 from stratamem.core.workspace.errors import MemoryBackendError, invalid
+from stratamem.core.workspace.layout import STRATAMEM_LAYOUT, WorkspaceLayout
 from stratamem.core.workspace.models import (
     MAX_SNIPPET_CHARS,
     MemorySearchResult,
@@ -21,10 +23,8 @@ from stratamem.core.workspace.paths import (
     MAX_FILE_BYTES,
     MEMORY_DREAMS_FILENAME,
     MEMORY_LONG_TERM_FILENAME,
-    canonical_relpath,
     ensure_inside_workspace,
-    is_layered_name,
-    memory_workspace_path,
+    is_daily_name,
     resolve_layered_file,
 )
 
@@ -44,21 +44,34 @@ def get_default_dreams_scaffold() -> str:
     return "# Dreams\n\nSpeculative ideas and open questions worth revisiting.\n"
 
 
-def ensure_memory_files(root: Path) -> list[str]:
-    """Idempotent bootstrap of ``MEMORY.md`` and ``DREAMS.md``; never overwrites. Returns created files."""
-    workspace = memory_workspace_path(root)
-    ensure_inside_workspace(root, workspace / MEMORY_LONG_TERM_FILENAME)
-    workspace.mkdir(parents=True, exist_ok=True)
+def get_host_memory_scaffold() -> str:
+    """A host workspace's long-term file (no project headings: the host injects it as is)."""
+    return "# Memory\n\nDurable facts, preferences and decisions worth keeping across sessions.\n"
+
+
+def _scaffold(name: str, layout: WorkspaceLayout) -> str:
+    if name == MEMORY_DREAMS_FILENAME:
+        return get_default_dreams_scaffold()
+    if layout is STRATAMEM_LAYOUT:
+        return get_default_memory_scaffold()
+    return get_host_memory_scaffold()
+
+
+def ensure_memory_files(root: Path, layout: WorkspaceLayout = STRATAMEM_LAYOUT) -> list[str]:
+    """Idempotent bootstrap of the layout's files; never overwrites (nor shadows a host alias).
+
+    Returns the created files' canonical paths.
+    """
+    for directory in layout.dirs():
+        ensure_inside_workspace(root, root / directory / MEMORY_LONG_TERM_FILENAME)
+        (root / directory).mkdir(parents=True, exist_ok=True)
     created: list[str] = []
-    for name, scaffold in (
-        (MEMORY_LONG_TERM_FILENAME, get_default_memory_scaffold()),
-        (MEMORY_DREAMS_FILENAME, get_default_dreams_scaffold()),
-    ):
-        target = resolve_layered_file(root, name)
+    for name in layout.bootstrap:
+        target = resolve_layered_file(root, name, layout)
         try:
             with open(target, "x", encoding="utf-8") as handle:  # exclusive: never overwrite
-                handle.write(scaffold)
-            created.append(canonical_relpath(name))
+                handle.write(_scaffold(name, layout))
+            created.append(layout.relpath(name))
         except FileExistsError:
             continue
     return created
@@ -81,34 +94,48 @@ def _kind(name: str) -> str:
     return "daily"
 
 
-def list_memory_files(root: Path) -> list[LayeredFileInfo]:
+def _info(root: Path, target: Path, name: str, layout: WorkspaceLayout) -> LayeredFileInfo | None:
+    try:
+        ensure_inside_workspace(root, target)
+    except Exception:
+        return None
+    if not target.is_file():
+        return None
+    st = target.stat()
+    return LayeredFileInfo(layout.relpath(name), name, st.st_size, st.st_mtime, _kind(name))
+
+
+def list_memory_files(
+    root: Path, layout: WorkspaceLayout = STRATAMEM_LAYOUT
+) -> list[LayeredFileInfo]:
     """The layered files present in the workspace (other files are ignored), long-term first."""
-    workspace = memory_workspace_path(root)
-    if not workspace.is_dir():
-        return []
     infos: list[LayeredFileInfo] = []
-    for entry in workspace.iterdir():
-        if not is_layered_name(entry.name):
-            continue
+    for name in (MEMORY_LONG_TERM_FILENAME, MEMORY_DREAMS_FILENAME):
         try:
-            ensure_inside_workspace(root, entry)
+            target = resolve_layered_file(root, name, layout)
         except Exception:
             continue
-        if not entry.is_file():
-            continue
-        st = entry.stat()
-        infos.append(
-            LayeredFileInfo(
-                canonical_relpath(entry.name),
-                entry.name,
-                st.st_size,
-                st.st_mtime,
-                _kind(entry.name),
-            )
-        )
+        info = _info(root, target, name, layout)
+        if info is not None:
+            infos.append(info)
+    daily = root / layout.daily_dir if layout.daily_dir else root
+    if daily.is_dir() and not any((root / d).is_symlink() for d in layout.dirs()):
+        for entry in daily.iterdir():
+            if is_daily_name(entry.name):
+                info = _info(root, entry, entry.name, layout)
+                if info is not None:
+                    infos.append(info)
     order = {"long_term": 0, "dreams": 1, "daily": 2}
     infos.sort(key=lambda i: (order[i.kind], [-ord(c) for c in i.name]))
     return infos
+
+
+def layered_fingerprint(root: Path, layout: WorkspaceLayout = STRATAMEM_LAYOUT) -> str:
+    """Changes when a layered file appears, disappears or is rewritten (a host edits them too)."""
+    digest = hashlib.sha256()
+    for info in list_memory_files(root, layout):
+        digest.update(f"{info.path}\0{info.size}\0{info.modified_at!r}\n".encode())
+    return digest.hexdigest()[:32]
 
 
 def decode_content(content: str | bytes, backend: str = "file") -> bytes:
@@ -136,9 +163,11 @@ def decode_content(content: str | bytes, backend: str = "file") -> bytes:
     return data
 
 
-def read_memory_file(root: Path, path: str, backend: str = "file") -> str | None:
+def read_memory_file(
+    root: Path, path: str, backend: str = "file", layout: WorkspaceLayout = STRATAMEM_LAYOUT
+) -> str | None:
     """Content of a validated layered file, ``None`` when it does not exist."""
-    target = resolve_layered_file(root, path)
+    target = resolve_layered_file(root, path, layout)
     if not target.exists():
         return None
     try:
@@ -160,9 +189,15 @@ def read_memory_file(root: Path, path: str, backend: str = "file") -> str | None
         ) from None
 
 
-def write_memory_file(root: Path, path: str, content: str | bytes, backend: str = "file") -> int:
+def write_memory_file(
+    root: Path,
+    path: str,
+    content: str | bytes,
+    backend: str = "file",
+    layout: WorkspaceLayout = STRATAMEM_LAYOUT,
+) -> int:
     """Validate everything first, then replace the file atomically. Returns bytes written."""
-    target = resolve_layered_file(root, path)
+    target = resolve_layered_file(root, path, layout)
     data = decode_content(content, backend)
     try:
         atomic_write_bytes(target, data)
@@ -223,11 +258,11 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def layered_chunks(root: Path) -> list[Chunk]:
+def layered_chunks(root: Path, layout: WorkspaceLayout = STRATAMEM_LAYOUT) -> list[Chunk]:
     out: list[Chunk] = []
-    for info in list_memory_files(root):
+    for info in list_memory_files(root, layout):
         try:
-            content = read_memory_file(root, info.name)
+            content = read_memory_file(root, info.name, layout=layout)
         except Exception:
             continue
         if content:
@@ -245,7 +280,7 @@ def keyword_score(query_tokens: list[str], text: str, heading: str = "") -> floa
 
 
 def search_layered_files(
-    root: Path, query: str, limit: int | None = None
+    root: Path, query: str, limit: int | None = None, layout: WorkspaceLayout = STRATAMEM_LAYOUT
 ) -> list[MemorySearchResult]:
     """Local keyword search over the layered files; bounded snippets with file, lines and score."""
     if not isinstance(query, str):
@@ -255,7 +290,7 @@ def search_layered_files(
     if not q:
         return []
     scored: list[tuple[float, Chunk]] = []
-    for chunk in layered_chunks(root):
+    for chunk in layered_chunks(root, layout):
         score = keyword_score(q, chunk.text, chunk.heading)
         if score > 0:
             scored.append((score, chunk))

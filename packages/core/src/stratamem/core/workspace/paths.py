@@ -1,6 +1,7 @@
 """Canonical workspace paths and the validation every layered-file request passes through.
 
-Only ``MEMORY.md``, ``DREAMS.md`` and ``YYYY-MM-DD.md`` under ``<root>/.stratamem/memory/`` are served.
+Only ``MEMORY.md``, ``DREAMS.md`` and ``YYYY-MM-DD.md`` are served, where the root's layout puts them
+(``<root>/.stratamem/memory/`` by default).
 """
 
 from __future__ import annotations
@@ -13,11 +14,17 @@ from pathlib import Path, PurePosixPath
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.workspace.errors import invalid
+from stratamem.core.workspace.layout import (
+    DREAMS_FILENAME,
+    LONG_TERM_FILENAME,
+    STRATAMEM_LAYOUT,
+    WorkspaceLayout,
+)
 
 STRATAMEM_DIR = ".stratamem"
 MEMORY_WORKSPACE_PATH = ".stratamem/memory"
-MEMORY_LONG_TERM_FILENAME = "MEMORY.md"
-MEMORY_DREAMS_FILENAME = "DREAMS.md"
+MEMORY_LONG_TERM_FILENAME = LONG_TERM_FILENAME
+MEMORY_DREAMS_FILENAME = DREAMS_FILENAME
 MEMORY_INSIGHTS_FILENAME = "memory-insights.md"
 MEMORY_AUDIT_FILENAME = "memory-audit.md"
 SETTINGS_PATH = ".stratamem/settings.json"
@@ -64,10 +71,8 @@ def daily_memory_path(root: Path, day: dt.date) -> Path:
     return memory_workspace_path(root) / f"{day.isoformat()}.md"
 
 
-def is_layered_name(name: str) -> bool:
-    """True for ``MEMORY.md``, ``DREAMS.md`` and a real calendar date ``YYYY-MM-DD.md``."""
-    if name in (MEMORY_LONG_TERM_FILENAME, MEMORY_DREAMS_FILENAME):
-        return True
+def is_daily_name(name: str) -> bool:
+    """True for ``YYYY-MM-DD.md`` naming a real calendar date."""
     m = _DAILY.match(name)
     if not m:
         return False
@@ -78,16 +83,22 @@ def is_layered_name(name: str) -> bool:
     return True
 
 
-def canonical_relpath(name: str) -> str:
-    """Project-relative canonical path of a layered file name."""
-    return f"{MEMORY_WORKSPACE_PATH}/{name}"
+def is_layered_name(name: str) -> bool:
+    """True for ``MEMORY.md``, ``DREAMS.md`` and a real calendar date ``YYYY-MM-DD.md``."""
+    return name in (MEMORY_LONG_TERM_FILENAME, MEMORY_DREAMS_FILENAME) or is_daily_name(name)
 
 
-def layered_name(path: str) -> str:
+def canonical_relpath(name: str, layout: WorkspaceLayout = STRATAMEM_LAYOUT) -> str:
+    """Root-relative canonical path of a layered file name in ``layout``."""
+    return layout.relpath(name)
+
+
+def layered_name(path: str, layout: WorkspaceLayout = STRATAMEM_LAYOUT) -> str:
     """Validate a requested layered path and return its file name.
 
-    Accepts ``NAME`` or ``.stratamem/memory/NAME``; rejects absolute paths, ``..``, backslashes,
-    sub-directories, other names and impossible dates.
+    Accepts ``NAME`` or the layout's canonical path of ``NAME`` (``.stratamem/memory/NAME``, or for
+    OpenClaw ``MEMORY.md`` / ``memory/YYYY-MM-DD.md``); rejects absolute paths, ``..``,
+    backslashes, other directories, other names and impossible dates.
     """
     if not isinstance(path, str) or not path:
         raise invalid("memory file path must be a non-empty string")
@@ -98,40 +109,56 @@ def layered_name(path: str) -> str:
     parts = PurePosixPath(path).parts
     if any(part in ("..", ".") for part in path.split("/")):
         raise invalid("memory file path must not contain '.' or '..' segments", path=path)
-    prefix = tuple(MEMORY_WORKSPACE_PATH.split("/"))
-    if len(parts) == len(prefix) + 1 and parts[: len(prefix)] == prefix:
-        name = parts[-1]
-    elif len(parts) == 1:
-        name = parts[0]
-    else:
+    directory = "/".join(parts[:-1])
+    if directory and directory not in layout.dirs():
         raise invalid("memory file path must name a layered file in the workspace", path=path)
+    name = parts[-1]
     if not is_layered_name(name):
         raise invalid(
             "only MEMORY.md, DREAMS.md and YYYY-MM-DD.md (a real date) are memory files",
             path=path,
         )
+    if directory and layout.dir_of(name) != directory:
+        raise invalid(
+            "memory file path must name a layered file in the workspace",
+            path=path,
+            expected=layout.relpath(name),
+        )
     return name
 
 
-def resolve_layered_file(root: Path, path: str) -> Path:
-    """Absolute path of a validated layered file; symlinks that leave the workspace are rejected."""
-    name = layered_name(path)
-    workspace = memory_workspace_path(root)
-    target = workspace / name
+def resolve_layered_file(root: Path, path: str, layout: WorkspaceLayout = STRATAMEM_LAYOUT) -> Path:
+    """Absolute path of a validated layered file; symlinks that leave the workspace are rejected.
+
+    When the canonical file is absent and a host alias exists (OpenClaw's ``memory.md``), the
+    alias is the file, so we never shadow what the host reads.
+    """
+    name = layered_name(path, layout)
+    target = root / layout.relpath(name)
+    if not os.path.lexists(target):
+        for alias in layout.aliases_of(name):
+            candidate = target.with_name(alias)
+            if os.path.lexists(candidate):
+                target = candidate
+                break
     ensure_inside_workspace(root, target)
     return target
 
 
 def ensure_inside_workspace(root: Path, target: Path) -> None:
-    workspace = memory_workspace_path(root)
-    expected = (root / MEMORY_WORKSPACE_PATH).resolve(strict=False)
-    # the workspace itself (or .stratamem) must not be a link out of the project
-    for link in (root / STRATAMEM_DIR, workspace):
+    """No directory between the root and ``target`` is a symlink, and ``target`` (if present)
+    resolves beside itself, so nothing reached through a layered path leaves the root."""
+    try:
+        segments = target.parent.relative_to(root).parts
+    except ValueError:
+        raise invalid("memory file is outside the project root") from None
+    for i in range(1, len(segments) + 1):
+        link = root.joinpath(*segments[:i])
         if link.is_symlink():
-            raise invalid(
-                "memory workspace must not be a symlink", path=str(link.relative_to(root))
-            )
-    if expected != root / MEMORY_WORKSPACE_PATH:
+            raise invalid("memory workspace must not be a symlink", path="/".join(segments[:i]))
+    parent = target.parent
+    expected = parent.resolve(strict=False)
+    if expected != parent:
         raise invalid("memory workspace resolves outside the project root")
     if os.path.lexists(target) and target.resolve(strict=False).parent != expected:
         raise invalid(

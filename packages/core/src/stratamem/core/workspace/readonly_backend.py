@@ -6,6 +6,7 @@ from pathlib import Path
 
 from stratamem.core.workspace.errors import MemoryBackendError
 from stratamem.core.workspace.layered import read_memory_file
+from stratamem.core.workspace.layout import STRATAMEM_LAYOUT, WorkspaceLayout
 from stratamem.core.workspace.models import (
     MemoryBackendCapabilities,
     MemoryGetOptions,
@@ -15,12 +16,7 @@ from stratamem.core.workspace.models import (
     MemorySearchResult,
     MemoryWriteResult,
 )
-from stratamem.core.workspace.paths import (
-    MEMORY_LONG_TERM_FILENAME,
-    MEMORY_LONG_TERM_PATH,
-    canonical_relpath,
-    layered_name,
-)
+from stratamem.core.workspace.paths import MEMORY_LONG_TERM_FILENAME, layered_name
 
 
 class ReadOnlyMemoryBackend:
@@ -36,13 +32,22 @@ class ReadOnlyMemoryBackend:
         persistent=False,
     )
 
+    def __init__(self, layout: WorkspaceLayout = STRATAMEM_LAYOUT) -> None:
+        self.layout = layout
+
+    def with_layout(self, layout: WorkspaceLayout) -> ReadOnlyMemoryBackend:
+        return ReadOnlyMemoryBackend(layout)
+
     def read(self, root: Path) -> MemoryReadResult:
         try:
-            content = read_memory_file(root, MEMORY_LONG_TERM_FILENAME, self.type)
+            content = read_memory_file(root, MEMORY_LONG_TERM_FILENAME, self.type, self.layout)
         except Exception:
             content = None
         return MemoryReadResult(
-            content or "", content is not None, MEMORY_LONG_TERM_PATH, self.type
+            content or "",
+            content is not None,
+            self.layout.relpath(MEMORY_LONG_TERM_FILENAME),
+            self.type,
         )
 
     def write(self, root: Path, content: str) -> MemoryWriteResult:
@@ -52,18 +57,19 @@ class ReadOnlyMemoryBackend:
 
     def exists(self, root: Path) -> bool:
         try:
-            return read_memory_file(root, MEMORY_LONG_TERM_FILENAME, self.type) is not None
+            found = read_memory_file(root, MEMORY_LONG_TERM_FILENAME, self.type, self.layout)
+            return found is not None
         except Exception:
             return False
 
     def get(self, root: Path, options: MemoryGetOptions) -> MemoryGetResult:
-        name = layered_name(options.path)  # bad input is still a typed error
+        name = layered_name(options.path, self.layout)  # bad input is still a typed error
         try:
-            content = read_memory_file(root, name, self.type) or ""
+            content = read_memory_file(root, name, self.type, self.layout) or ""
         except Exception:
             content = ""
         lines = content.splitlines()
-        return MemoryGetResult(canonical_relpath(name), content, 1, len(lines), len(lines))
+        return MemoryGetResult(self.layout.relpath(name), content, 1, len(lines), len(lines))
 
     def search(self, root: Path, options: MemorySearchOptions) -> list[MemorySearchResult]:
         return []

@@ -24,6 +24,7 @@ from stratamem.core.workspace.layered import (
     read_memory_file,
     write_memory_file,
 )
+from stratamem.core.workspace.layout import STRATAMEM_LAYOUT, WorkspaceLayout, get_layout
 from stratamem.core.workspace.models import (
     MemoryBackend,
     MemoryGetOptions,
@@ -35,7 +36,6 @@ from stratamem.core.workspace.models import (
 )
 from stratamem.core.workspace.paths import (
     MEMORY_LONG_TERM_FILENAME,
-    canonical_relpath,
     layered_name,
     project_key,
     validate_project_root,
@@ -53,7 +53,11 @@ from stratamem.core.workspace.settings import bootstrap_memory, load_settings, u
 
 
 class WorkspaceMemory:
-    """Project-scoped workspace memory over the resolved backend, plus the recall store."""
+    """Project-scoped workspace memory over the resolved backend, plus the recall store.
+
+    ``layout`` says where every root served by this instance keeps its layered files
+    (``stratamem`` by default; ``openclaw`` serves an OpenClaw workspace in place).
+    """
 
     def __init__(
         self,
@@ -62,12 +66,18 @@ class WorkspaceMemory:
         embedder_factory: EmbedderFactory | None = None,
         allowed_roots: Iterable[str | os.PathLike[str]] | None = None,
         debounce_seconds: float = 0.5,
+        layout: str | WorkspaceLayout | None = None,
     ) -> None:
         self.home = Path(home) if home is not None else default_home()
+        self.layout = get_layout(layout)
         self._embedder = LazyEmbedder(embedder_factory)
         self.lancedb = LanceDbMemoryBackend(
-            self.home, embedder=self._embedder, debounce_seconds=debounce_seconds
+            self.home,
+            embedder=self._embedder,
+            debounce_seconds=debounce_seconds,
+            layout=self.layout,
         )
+        self._bound: dict[str, MemoryBackend] = {}
         self.allowed_roots = (
             None if allowed_roots is None else {Path(os.fspath(r)).resolve() for r in allowed_roots}
         )
@@ -93,20 +103,39 @@ class WorkspaceMemory:
     def update_settings(
         self, root: str | os.PathLike[str], patch: Mapping[str, Any]
     ) -> dict[str, Any]:
-        return update_settings(self.root(root), patch)
+        return update_settings(self.root(root), patch, self.layout)
 
     def backend(self, root: str | os.PathLike[str]) -> MemoryBackend:
-        """The backend ``memory_backend_type`` resolves to; the built-in ``lancedb`` uses this home."""
+        """The backend ``memory_backend_type`` resolves to; the built-in ``lancedb`` uses this home.
+
+        Under a non-default layout a backend must offer ``with_layout`` (the built-ins do);
+        one that cannot follow the layout is ``unsupported`` rather than writing elsewhere.
+        """
         backend = resolve_memory_backend(load_settings(self.root(root)))
         if isinstance(backend, LanceDbMemoryBackend):
             return self.lancedb
-        return backend
+        if self.layout == STRATAMEM_LAYOUT or getattr(backend, "layout", None) == self.layout:
+            return backend
+        with self._lock:
+            bound = self._bound.get(backend.type)
+            if bound is None:
+                rebind = getattr(backend, "with_layout", None)
+                if rebind is None:
+                    raise MemoryBackendError(
+                        "UNSUPPORTED",
+                        backend.type,
+                        "the memory backend cannot serve this workspace layout",
+                        {"layout": self.layout.name},
+                    )
+                bound = rebind(self.layout)
+                self._bound[backend.type] = bound
+            return bound
 
     def start(self, roots: Iterable[str | os.PathLike[str]]) -> None:
         """Service start-up: bootstrap enabled roots and refresh their indexes in the background."""
         for r in roots:
             path = self.root(r)
-            bootstrap_memory(path)
+            bootstrap_memory(path, layout=self.layout)
             if self.backend(path) is self.lancedb:
                 self.lancedb.warm(path)
 
@@ -119,7 +148,7 @@ class WorkspaceMemory:
     # -- backend operations --------------------------------------------------------------------
 
     def bootstrap(self, root: str | os.PathLike[str]) -> list[str]:
-        return ensure_memory_files(self.root(root))
+        return ensure_memory_files(self.root(root), self.layout)
 
     def read(self, root: str | os.PathLike[str]) -> MemoryReadResult:
         path = self.root(root)
@@ -168,15 +197,18 @@ class WorkspaceMemory:
     # -- layered files -------------------------------------------------------------------------
 
     def list_files(self, root: str | os.PathLike[str]) -> list[LayeredFileInfo]:
-        return list_memory_files(self.root(root))
+        return list_memory_files(self.root(root), self.layout)
 
     def read_file(self, root: str | os.PathLike[str], path: str) -> str:
         rpath = self.root(root)
-        name = layered_name(path)
-        content = read_memory_file(rpath, name)
+        name = layered_name(path, self.layout)
+        content = read_memory_file(rpath, name, layout=self.layout)
         if content is None:
             raise MemoryBackendError(
-                "NOT_FOUND", "file", "memory file does not exist", {"path": canonical_relpath(name)}
+                "NOT_FOUND",
+                "file",
+                "memory file does not exist",
+                {"path": self.layout.relpath(name)},
             )
         return content
 
@@ -184,16 +216,16 @@ class WorkspaceMemory:
         self, root: str | os.PathLike[str], path: str, content: str
     ) -> MemoryWriteResult:
         rpath = self.root(root)
-        name = layered_name(path)
+        name = layered_name(path, self.layout)
         backend = self.backend(rpath)
         if not backend.capabilities.writable:
             raise MemoryBackendError("READ_ONLY", backend.type, "the memory backend rejects writes")
         if name == MEMORY_LONG_TERM_FILENAME:
             return backend.write(rpath, content)
-        written = write_memory_file(rpath, name, content, backend.type)
+        written = write_memory_file(rpath, name, content, backend.type, self.layout)
         if backend is self.lancedb:
             self.lancedb.schedule_refresh(rpath)
-        return MemoryWriteResult(True, canonical_relpath(name), written, backend.type)
+        return MemoryWriteResult(True, self.layout.relpath(name), written, backend.type)
 
     # -- recall ----------------------------------------------------------------------------------
 
@@ -244,7 +276,7 @@ class WorkspaceMemory:
     # -- prompts -------------------------------------------------------------------------------
 
     def instruction_context(self, root: str | os.PathLike[str]) -> instr.MemoryInstructionContext:
-        return instr.resolve_memory_instruction_context(self.settings(root))
+        return instr.resolve_memory_instruction_context(self.settings(root), self.layout)
 
     def build_instructions(self, root: str | os.PathLike[str], role: str) -> str:
         """Memory instructions for ``planning``, ``execution`` or ``review`` prompts."""

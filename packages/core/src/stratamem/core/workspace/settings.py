@@ -1,6 +1,7 @@
 """Project settings in ``<root>/.stratamem/settings.json``: defaults, validation, null-as-delete.
 
 Turning memory on bootstraps the layered files (non-fatal); unknown backend types persist as given.
+Every layout keeps its settings here, a host's workspace included.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from stratamem.core.telemetry import get_logger
 from stratamem.core.workspace.atomic import atomic_write_bytes
 from stratamem.core.workspace.cron import parse_cron
 from stratamem.core.workspace.errors import MemoryBackendError, invalid
+from stratamem.core.workspace.layout import STRATAMEM_LAYOUT, WorkspaceLayout
 from stratamem.core.workspace.paths import SETTINGS_PATH
 
 DEFAULT_INSIGHT_SCHEDULE = "0 2 * * *"
@@ -81,7 +83,9 @@ def _validate(key: str, value: Any) -> None:
         raise invalid(f"{key} must be a non-negative integer", key=key)
 
 
-def update_settings(root: Path, patch: Mapping[str, Any]) -> dict[str, Any]:
+def update_settings(
+    root: Path, patch: Mapping[str, Any], layout: WorkspaceLayout = STRATAMEM_LAYOUT
+) -> dict[str, Any]:
     """Merge ``patch`` into the stored settings (``None`` deletes a key) and return the effective ones.
 
     Everything is validated before anything is written. Turning ``memory_enabled`` back on
@@ -107,11 +111,15 @@ def update_settings(root: Path, patch: Mapping[str, Any]) -> dict[str, Any]:
         raise MemoryBackendError("WRITE_FAILED", "settings", str(exc)) from exc
     before, after = effective_settings(previous), effective_settings(stored)
     if after["memory_enabled"] and not before["memory_enabled"]:
-        bootstrap_memory(root, after)
+        bootstrap_memory(root, after, layout)
     return after
 
 
-def bootstrap_memory(root: Path, settings: Mapping[str, Any] | None = None) -> list[str]:
+def bootstrap_memory(
+    root: Path,
+    settings: Mapping[str, Any] | None = None,
+    layout: WorkspaceLayout = STRATAMEM_LAYOUT,
+) -> list[str]:
     """Project init: create the layered files when memory is enabled. Never raises."""
     effective = effective_settings(settings if settings is not None else load_stored_settings(root))
     if effective["memory_enabled"] is False:
@@ -119,7 +127,7 @@ def bootstrap_memory(root: Path, settings: Mapping[str, Any] | None = None) -> l
     from stratamem.core.workspace.layered import ensure_memory_files
 
     try:
-        return ensure_memory_files(root)
+        return ensure_memory_files(root, layout)
     except Exception as exc:
         _log().warning("memory bootstrap failed (non-fatal)", root=str(root), error=str(exc))
         return []
