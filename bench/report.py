@@ -236,6 +236,31 @@ def render(res: dict[str, Any]) -> str:
                 n = ph["latency_ms"].get("turn_start", {}).get("n", 0)
                 body.append([label, str(n)] + [_cell(ph["latency_ms"].get(k)) for k, _ in names])
         lines.append(_table(["rows / index", "N"] + [h for _, h in names], body))
+        tiers = [
+            ("tier1_skills", "tier 1"),
+            ("tier2_traces", "tier 2"),
+            ("tier3_world_models", "tier 3"),
+        ]
+        if any(
+            k in s[p]["latency_ms"]
+            for s in sc["sizes"]
+            for p in ("flat", "ann")
+            if p in s
+            for k, _ in tiers
+        ):
+            lines += [
+                "",
+                "Inside `retrieval w/o embed`: the engine's own per-tier clocks (the tiers run "
+                "concurrently; the rest is ranking, MMR and rendering):",
+                "",
+            ]
+            body = [
+                [f"{s['rows']:,} {p}"] + [_cell(s[p]["latency_ms"].get(k)) for k, _ in tiers]
+                for s in sc["sizes"]
+                for p in ("flat", "ann")
+                if p in s
+            ]
+            lines.append(_table(["rows / index"] + [h for _, h in tiers], body))
         lines += ["", "Recall@10 against exact numpy top-10, index build and store figures:", ""]
         body = []
         for s in sc["sizes"]:

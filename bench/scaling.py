@@ -121,6 +121,10 @@ async def _measure(
         ms, res = await time_async(lambda c=ctx: retrieve(c))
         if keep:
             samples.add("retrieval_no_embed", ms)
+            # where the time goes: the engine's own per-tier clocks (tiers run concurrently)
+            samples.add("tier1_skills", res.tier_latency_ms.tier1)
+            samples.add("tier2_traces", res.tier_latency_ms.tier2)
+            samples.add("tier3_world_models", res.tier_latency_ms.tier3)
         turn = TurnInput(
             agent=AGENT,
             session_id=f"{label}-t{i}",
