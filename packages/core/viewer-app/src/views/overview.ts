@@ -1,0 +1,99 @@
+// Overview: live counts, the recent event feed, and the two trends (memory growth, recall latency).
+import { api, subscribe } from "../api";
+import { h, clear, empty, errorBox, when } from "../dom";
+import { lineChart, barChart } from "../charts";
+
+export function overview(root: HTMLElement): () => void {
+  const kpis = h("div", { class: "kpis", "data-testid": "kpis" });
+  const feed = h("ol", { class: "feed", "data-testid": "event-feed" });
+  const charts = h("div", { class: "charts" });
+  const hint = h("div", {});
+  root.append(
+    h("h1", {}, "Overview"),
+    hint,
+    kpis,
+    charts,
+    h("h2", {}, "Recent events"),
+    feed,
+  );
+
+  const refresh = async () => {
+    try {
+      const sys = await api("/api/system");
+      const c = sys.health.counts ?? {};
+      clear(kpis);
+      const cards: Array<[string, unknown]> = [
+        ["Traces", c.traces],
+        ["Policies", c.policies],
+        ["World models", c.world_models],
+        ["Skills", c.skills],
+        ["Journal backlog", sys.health.journal_backlog],
+        ["Mode", sys.health.mode],
+      ];
+      for (const [label, value] of cards) {
+        kpis.append(
+          h("div", { class: "kpi", "data-kpi": label }, h("span", {}, label), h("b", {}, String(value ?? 0))),
+        );
+      }
+      clear(hint);
+      if (!c.traces) {
+        hint.append(
+          empty(
+            "No memories yet",
+            "Connect an agent (stratamem openclaw install, the Hermes provider, or the DSH plugin) " +
+              "or replay turns with `stratamem ingest FILE.jsonl`; they appear here live.",
+          ),
+        );
+      }
+      const m = await api("/api/metrics");
+      clear(charts);
+      charts.append(
+        h("figure", {}, h("figcaption", {}, "Memory growth (traces)"),
+          lineChart(m.memory_growth.map((g: any) => [g.day, g.total]))),
+        h("figure", {}, h("figcaption", {}, "Recall latency (ms)"),
+          barChart(m.recall_latency.map((s: any) => [when(s.ts), s.ms]))),
+      );
+    } catch (err) {
+      clear(kpis);
+      kpis.append(errorBox(err));
+    }
+  };
+
+  const addEvent = (e: any, live: boolean) => {
+    const item = h(
+      "li",
+      { class: live ? "live" : "", "data-type": e.type, "data-ts": e.ts, "data-seen": Date.now() },
+      h("time", {}, new Date(e.ts).toLocaleTimeString()),
+      h("code", {}, e.type),
+      h("span", { class: "payload" }, summary(e.payload)),
+    );
+    feed.prepend(item);
+    while (feed.children.length > 100) feed.lastElementChild?.remove();
+  };
+
+  api("/api/events/recent?limit=30")
+    .then((r) => {
+      for (const e of [...r.items].reverse()) addEvent(e, false);
+      if (!r.items.length) feed.append(h("li", { class: "muted" }, "No events yet: they stream in as agents work."));
+    })
+    .catch((err) => feed.append(errorBox(err)));
+  refresh();
+  let pending: number | undefined;
+  const off = subscribe((kind, data) => {
+    if (kind !== "core") return;
+    feed.querySelector(".muted")?.remove();
+    addEvent(data, true);
+    if (pending === undefined) pending = window.setTimeout(() => ((pending = undefined), refresh()), 500);
+  });
+  return () => {
+    off();
+    if (pending !== undefined) clearTimeout(pending);
+  };
+}
+
+function summary(payload: Record<string, unknown>): string {
+  return Object.entries(payload ?? {})
+    .slice(0, 4)
+    .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
+    .join(" ");
+}
