@@ -1,10 +1,14 @@
-"""Workspace memory over OpenClaw's workspace: Fusion tools through the host service, and the
-``### Recalled Context`` section appended to the prompt when recall records match the turn."""
+"""Workspace memory over OpenClaw's own workspace (``MEMORY.md``, ``memory/YYYY-MM-DD.md``):
+Fusion tools through the host service, and the ``### Recalled Context`` section appended to the
+prompt when recall records match the turn."""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,10 +20,10 @@ from stratamem.openclaw.workspace import OpenClawWorkspace, tool_names
 
 
 @pytest.fixture
-def service(core: LocalCore, tmp_path: Path) -> OpenClawService:
+def service(core: LocalCore, tmp_path: Path) -> Iterator[OpenClawService]:
     ws = OpenClawWorkspace(tmp_path / "wshome")
     yield OpenClawService(core, workspace=ws)
-    ws.close()
+    ws.close(wait=True)
 
 
 def pctx(workspace: Path, session_key: str = "agent:main:w", run_id: str = "r") -> pb.HookContext:
@@ -55,10 +59,19 @@ async def test_memory_md_is_written_and_read_in_the_openclaw_workspace(
         {"content": "# Memory\n- The release train leaves on Thursdays.\n"},
     )
     assert wrote["ok"], wrote
-    # the core's workspace layout keeps the layered files under <workspace>/.stratamem/memory/
-    assert "release train" in (ws / ".stratamem" / "memory" / "MEMORY.md").read_text()
+    # OpenClaw's own long-term file at the workspace root, not a .stratamem copy
+    assert "release train" in (ws / "MEMORY.md").read_text()
+    assert not (ws / ".stratamem").exists()
     read = await call_tool(service, ws, "workspace_memory_read", {})
     assert "release train" in json.dumps(read["result"])
+    daily = await call_tool(
+        service,
+        ws,
+        "workspace_memory_write_file",
+        {"path": "memory/2026-06-02.md", "content": "# 2026-06-02\n\nShipped 4.2.\n"},
+    )
+    assert daily["ok"] and daily["result"]["path"] == "memory/2026-06-02.md"
+    assert (ws / "memory" / "2026-06-02.md").read_text().endswith("Shipped 4.2.\n")
 
 
 async def test_bad_workspace_tool_arguments_are_typed_errors_and_write_nothing(
@@ -109,3 +122,84 @@ async def test_matching_recall_records_add_the_recalled_context_section_to_the_p
         [],
     )
     assert "### Recalled Context" not in unrelated.prepend_context
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": now()}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": now()}
+
+
+def now() -> int:
+    return int(time.time() * 1000)
+
+
+async def test_a_fact_openclaw_wrote_into_memory_md_is_found_by_the_search_tool(
+    service: OpenClawService, tmp_path: Path
+) -> None:
+    ws = tmp_path / "workspace"
+    (ws / "memory").mkdir(parents=True)
+    # written by OpenClaw (or its user), not through our tools
+    (ws / "MEMORY.md").write_text("# Memory\n\n- The office Wi-Fi is named Quokka-5G.\n")
+    (ws / "memory" / "2026-06-01.md").write_text(
+        "# 2026-06-01\n\nThe Brambleberry invoice run moved to the 3rd.\n"
+    )
+    found = await call_tool(service, ws, "workspace_memory_search", {"query": "office Wi-Fi"})
+    assert found["ok"], found
+    hits = found["result"]
+    assert hits[0]["path"] == "MEMORY.md" and "Quokka-5G" in hits[0]["snippet"]
+    daily = await call_tool(
+        service, ws, "workspace_memory_search", {"query": "Brambleberry invoice"}
+    )
+    assert daily["result"][0]["path"] == "memory/2026-06-01.md"
+    got = await call_tool(
+        service, ws, "workspace_memory_get", {"path": "memory/2026-06-01.md", "start_line": 3}
+    )
+    assert got["ok"] and "Brambleberry" in got["result"]["content"]
+    listed = await call_tool(service, ws, "workspace_memory_list_files", {})
+    assert [f["path"] for f in listed["result"]] == ["MEMORY.md", "memory/2026-06-01.md"]
+    # once the background index over OpenClaw's files is built, it answers the same question
+    assert service.workspace is not None
+    assert service.workspace.memory.lancedb.refresher.wait_idle(60)
+    again = await call_tool(service, ws, "workspace_memory_search", {"query": "office Wi-Fi"})
+    assert again["result"][0]["source"] == "index"
+    assert again["result"][0]["path"] == "MEMORY.md"
+
+
+async def test_recalled_context_follows_the_memos_context_block_within_800_bytes(
+    service: OpenClawService, tmp_path: Path
+) -> None:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    host = service.host
+    c1 = HookCtx(run_id="r1", agent_id="main", session_key="agent:main:a", workspace_dir=str(ws))
+    text = "Our Tamarind frontend deploys to the Vireo edge cluster."
+    await host.before_prompt_build(c1, text, [])
+    end = await host.agent_end(c1, [user(text), assistant("Noted: Vireo.")])
+    assert end.captured
+    for i, tool in enumerate(["pnpm", "vite", "vitest", "biome", "turbo", "changesets"]):
+        added = await call_tool(
+            service,
+            ws,
+            "workspace_recall_append",
+            {
+                "kind": "decision",
+                "content": f"Tamarind frontend decision {i}: standardise on {tool} "
+                + "because the team agreed after a long review of alternatives " * 2,
+            },
+        )
+        assert added["ok"], added
+    recalled = await call_tool(
+        service, ws, "workspace_recall_search", {"query": "Tamarind frontend"}
+    )
+    assert len(recalled["result"]["hits"]) == 6
+    c2 = HookCtx(run_id="r2", agent_id="main", session_key="agent:main:b", workspace_dir=str(ws))
+    r = await host.before_prompt_build(c2, "Where does the Tamarind frontend deploy?", [])
+    block = r.prepend_context
+    assert block.startswith("<memos_context>") and "Vireo edge cluster" in block
+    head, _, section = block.partition("### Recalled Context")
+    assert head.rstrip().endswith("</memos_context>")
+    assert "(decision) Tamarind frontend decision" in section
+    assert len(("### Recalled Context" + section.rstrip("\n") + "\n").encode()) <= 800

@@ -1,5 +1,6 @@
-"""Workspace memory over OpenClaw's own workspace (``MEMORY.md``, daily files, the recall store),
-served through the core's workspace backends: the Fusion tools and the ``### Recalled Context``.
+"""Workspace memory over OpenClaw's own workspace, in place: ``<workspace>/MEMORY.md``,
+``DREAMS.md`` and ``memory/YYYY-MM-DD.md`` through the core's backends (the ``openclaw`` layout),
+the recall store as tools, and the ``### Recalled Context`` section for the turn.
 """
 
 from __future__ import annotations
@@ -11,11 +12,21 @@ from typing import Any
 
 from stratamem.core.telemetry import get_logger
 from stratamem.core.workspace import TOOL_DEFINITIONS, WorkspaceMemory, dispatch_tool
+from stratamem.core.workspace.layout import OPENCLAW_LAYOUT
 
 log = get_logger("openclaw.workspace")
 
 #: OpenClaw's bundled memory-core owns ``memory_search``/``memory_get``; ours carry a prefix
 TOOL_PREFIX = "workspace_"
+
+
+def _describe(text: str) -> str:
+    """The core's wording, told where the files are in an OpenClaw workspace."""
+    return (
+        text.replace("YYYY-MM-DD.md", OPENCLAW_LAYOUT.relpath("YYYY-MM-DD.md"))
+        .replace("the project's", "the workspace's")
+        .replace("project", "workspace")
+    )
 
 
 def tool_definitions() -> list[dict[str, Any]]:
@@ -26,7 +37,7 @@ def tool_definitions() -> list[dict[str, Any]]:
         out.append(
             {
                 "name": TOOL_PREFIX + fn["name"],
-                "description": fn["description"],
+                "description": _describe(fn["description"]),
                 "parameters": fn["parameters"],
             }
         )
@@ -38,7 +49,8 @@ def tool_names() -> list[str]:
 
 
 class OpenClawWorkspace:
-    """Lazily opened ``WorkspaceMemory`` in the core's home; every call runs off the event loop."""
+    """Lazily opened ``WorkspaceMemory`` (``openclaw`` layout) in the core's home: the index and
+    recall store live in the home, the files stay OpenClaw's. Every call runs off the event loop."""
 
     def __init__(self, home: Path | None) -> None:
         self.home = home
@@ -47,7 +59,7 @@ class OpenClawWorkspace:
     @property
     def memory(self) -> WorkspaceMemory:
         if self._memory is None:
-            self._memory = WorkspaceMemory(self.home)
+            self._memory = WorkspaceMemory(self.home, layout=OPENCLAW_LAYOUT)
         return self._memory
 
     async def tool(self, workspace_dir: str, name: str, arguments: Any) -> dict[str, Any]:
@@ -70,9 +82,10 @@ class OpenClawWorkspace:
             log.warning("recalled_context_failed", error=str(exc))
             return ""
 
-    def close(self) -> None:
+    def close(self, wait: bool = False) -> None:
+        """Drop pending index refreshes (``wait=True`` lets them finish first)."""
         if self._memory is not None:
-            self._memory.close(wait=False)
+            self._memory.close(wait=wait)
 
 
 def answer_text(result: dict[str, Any]) -> str:
