@@ -1,6 +1,8 @@
 """L2 policy gain (memos-core §5.4 step 6): does following a policy beat not following it?
 
-Softmax-weighted mean of the with-set against a shrunk mean of the without-set, then an EMA.
+A soft maximum of the with-set against a shrunk mean of the without-set, then an EMA. Both parts
+are monotone (raising a with-value never lowers the gain) — the reference's softmax-weighted mean
+and its with-set-dependent baseline are not, so this port differs there on purpose.
 """
 
 from __future__ import annotations
@@ -14,26 +16,30 @@ PSEUDO_COUNT = 5
 
 
 def effective_with(values: Sequence[float], tau: float = 0.5) -> float:
-    """Softmax-weighted mean (weights ∝ exp((V − maxV)/τ)) when there are ≥3 values, else the mean."""
+    """With ≥3 values the soft maximum ``τ·log(mean(exp(V/τ)))`` (between the mean and the max,
+    leaning to the best outcomes like the reference's softmax weighting, but monotone); else the mean."""
     if not values:
         return 0.0
     if len(values) < 3:
         return sum(values) / len(values)
     top = max(values)
     t = max(1e-6, tau)
-    w = [math.exp((v - top) / t) for v in values]
-    return sum(wi * v for wi, v in zip(w, values, strict=True)) / sum(w)
+    lse = top + t * math.log(sum(math.exp((v - top) / t) for v in values) / len(values))
+    return min(top, max(sum(values) / len(values), lse))
 
 
 def raw_gain(
-    with_values: Sequence[float], without_values: Sequence[float], tau: float = 0.5
+    with_values: Sequence[float],
+    without_values: Sequence[float],
+    tau: float = 0.5,
+    pseudo_count: int = PSEUDO_COUNT,
 ) -> float:
-    pool = [*with_values, *without_values]
-    pool_mean = sum(pool) / len(pool) if pool else 0.5
-    baseline = min(0.5, max(0.2, pool_mean))
+    """``effectiveWith − (mean(without)·n + baseline·N₀)/(n + N₀)``; the baseline is the without-set's
+    mean clamped to [0.2, 0.5] (0.5 when empty), so it never moves with the with-set."""
     n = len(without_values)
     mean_without = sum(without_values) / n if n else 0.0
-    blended = (mean_without * n + baseline * PSEUDO_COUNT) / (n + PSEUDO_COUNT)
+    baseline = min(0.5, max(0.2, mean_without)) if n else 0.5
+    blended = (mean_without * n + baseline * pseudo_count) / (n + pseudo_count)
     return effective_with(with_values, tau) - blended
 
 

@@ -381,7 +381,12 @@ async def update_policy_gain(
     scope.sort(key=lambda t: -int(t.get("ts") or 0))
     with_v = [float(t.get("value") or 0) for t in scope if t["id"] in with_ids][:cap]
     without_v = [float(t.get("value") or 0) for t in scope if t["id"] not in with_ids][:cap]
-    raw = raw_gain(with_v, without_v, float(ctx.cfg("reward", "tau_softmax")))
+    raw = raw_gain(
+        with_v,
+        without_v,
+        float(ctx.cfg("reward", "tau_softmax")),
+        int(ctx.cfg("l2_induction", "gain_pseudo_count")),
+    )
     upd = update_gain(
         float(p.get("gain") or 0),
         int(p.get("support") or 0),

@@ -100,12 +100,10 @@ def template(
     high: list[dict[str, Any]], low: list[dict[str, Any]], fc: FeedbackClass | None
 ) -> tuple[str, str, str, float]:
     prefer = (fc.prefer if fc else None) or (
-        _first_line(str(high[0].get("reflection") or high[0].get("agent_text") or ""))
-        if high
-        else ""
+        _first_line(str(high[0].get("reflection") or action_text(high[0]))) if high else ""
     )
     avoid = (fc.avoid if fc else None) or (
-        _first_line(str(low[0].get("reflection") or low[0].get("agent_text") or "")) if low else ""
+        _first_line(str(low[0].get("reflection") or action_text(low[0]))) if low else ""
     )
     severity = "warn" if low else "info"
     conf = fc.confidence if fc and fc.confidence else (0.6 if high and low else 0.4)
