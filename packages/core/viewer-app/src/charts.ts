@@ -26,6 +26,14 @@ export function lineChart(points: Array<[string, number]>): SVGSVGElement {
   const max = Math.max(...points.map((p) => p[1]), 1);
   const step = points.length > 1 ? (W - 20) / (points.length - 1) : 0;
   const coords = points.map((p, i) => `${10 + i * step},${H - 10 - (p[1] / max) * (H - 30)}`);
+  if (points.length === 1) {
+    const dot = document.createElementNS(NS, "circle");
+    dot.setAttribute("cx", String(W / 2));
+    dot.setAttribute("cy", String(H - 10 - (H - 30)));
+    dot.setAttribute("r", "4");
+    dot.setAttribute("class", "dot");
+    s.append(dot);
+  }
   const line = document.createElementNS(NS, "polyline");
   line.setAttribute("points", coords.join(" "));
   line.setAttribute("class", "line");

@@ -47,6 +47,9 @@ export function workspace(root: HTMLElement): void {
       } }, "New daily note");
       const files = h("ul", { class: "files" },
         ...w.files.map((f: any) => h("li", {}, h("a", { href: "#/workspace", onclick: (e: Event) => (e.preventDefault(), open(f.path)) }, f.path), h("small", {}, ` ${f.kind} · ${f.size} B`))));
+      if (!w.files.length) {
+        files.append(h("li", { class: "muted" }, "No layered files yet: saving MEMORY.md creates it."));
+      }
       const recallQ = h("input", { type: "search", placeholder: "search recall records…" });
       const recall = h("div", {});
       const searchRecall = async () => {
