@@ -52,7 +52,7 @@ def get_host_memory_scaffold() -> str:
 def _scaffold(name: str, layout: WorkspaceLayout) -> str:
     if name == MEMORY_DREAMS_FILENAME:
         return get_default_dreams_scaffold()
-    if layout is STRATAMEM_LAYOUT:
+    if layout == STRATAMEM_LAYOUT:
         return get_default_memory_scaffold()
     return get_host_memory_scaffold()
 
@@ -119,7 +119,7 @@ def list_memory_files(
         if info is not None:
             infos.append(info)
     daily = root / layout.daily_dir if layout.daily_dir else root
-    if daily.is_dir() and not any((root / d).is_symlink() for d in layout.dirs()):
+    if daily.is_dir() and not daily.is_symlink():  # each entry is checked again below
         for entry in daily.iterdir():
             if is_daily_name(entry.name):
                 info = _info(root, entry, entry.name, layout)
