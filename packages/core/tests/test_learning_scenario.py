@@ -161,9 +161,12 @@ async def test_learning_loop_induces_policy_world_model_skill_and_guides_the_nex
             assert any(PRIVILEGED in line for line in skills[0].guidance.anti_pattern)
             for t in (
                 "reward.computed",
+                "trace.value_updated",
+                "policy.trace_associated",
                 "policy.induced",
                 "policy.revised",
                 "world_model.abstracted",
+                "world_model.revised",
                 "skill.crystallized",
                 "repair.generated",
             ):

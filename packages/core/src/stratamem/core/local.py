@@ -301,6 +301,13 @@ class LocalCore:
             await self.learner.flush(timeout_s)
         return FlushResult(applied=applied, backlog=len(self.journal.pending))
 
+    async def _drain_journal(self, timeout_s: float) -> None:
+        """Internal read-your-writes barrier: the journal only (learning keeps running in the
+        background; the public ``flush`` also settles it)."""
+        self._alive()
+        with contextlib.suppress(TimeoutError):
+            await self.journal.drain(timeout_s)
+
     async def health(self) -> Health:
         self._alive()
         counts = {"traces": await self.store.count("traces")}
@@ -453,7 +460,7 @@ class LocalCore:
                     )
                 )
             )
-        await self.flush(15.0)
+        await self._drain_journal(15.0)
         self.bus.emit("session.closed", {"session_id": session_id, "reason": reason})
 
     async def _open_episodes(self, session_id: str) -> list[sqlite3.Row]:
@@ -575,7 +582,7 @@ class LocalCore:
                 {"episode_id": episode_id},
             )
         await self._close_episode_row(episode_id, row["session_id"], "finalized")
-        await self.flush(15.0)
+        await self._drain_journal(15.0)
 
     async def list_episodes(self, query: ListQuery) -> list[Episode]:
         self._alive()
@@ -1272,7 +1279,7 @@ class LocalCore:
             den = sum(m for p, m in rows if p != "neutral" and m > 0)
             if den > 0:
                 value = max(-1.0, min(1.0, num / den))
-                await self.flush(15.0)
+                await self._drain_journal(15.0)
                 async with self.journal.write_lock:
                     await self.store.update(
                         "traces",
@@ -1399,7 +1406,7 @@ class LocalCore:
             return None
         if not values:
             return await self.get_trace(trace_id, ns)
-        await self.flush(15.0)
+        await self._drain_journal(15.0)
         async with self.journal.write_lock:
             cur = (await self.store.get_rows("traces", [trace_id]))[0]
             merged = {**cur, **values}
