@@ -189,3 +189,45 @@ async def test_actionable_feedback_becomes_an_experience_returned_by_retrieval(
             )
         )
         assert any(h.ref_kind == "experience" and h.ref_id == pols[0].id for h in res.hits)
+
+
+async def test_an_episode_left_unscored_by_a_restart_is_scored_after_reopening(
+    tmp_path: Path,
+) -> None:
+    opts = {"embedding__provider": "none", "algorithm__lightweight_memory__enabled": False}
+    async with open_core(tmp_path, **opts) as core:
+        t = now()
+        await core.turn_start(
+            TurnInput(
+                agent="hermes",
+                session_id="s",
+                user_text="Rotate the staging TLS certificate and reload nginx on the web hosts",
+                ts=t,
+            )
+        )
+        ack = await core.turn_end(
+            TurnResult(
+                agent="hermes",
+                session_id="s",
+                agent_text="Issued a new certificate, copied it to the hosts and reloaded nginx.",
+                ts=t + 3,
+            )
+        )
+        await core.close_session("s")  # topic end: the 30 s feedback window opens ...
+        await core.learner._queue.join()
+        assert (
+            core.db.query("SELECT r_task FROM episodes WHERE id=?", (ack.episode_id,))[0][0] is None
+        )
+        core.db.call(  # ... and the thumbs-up lands in the store right before a crash
+            lambda c: c.execute(
+                "INSERT INTO feedback(id, ts, episode_id, channel, polarity, magnitude)"
+                " VALUES ('fb_x', ?, ?, 'explicit', 'positive', 1.0)",
+                (now(), ack.episode_id),
+            )
+        )
+        core.learner._windows.clear()  # the window dies with the process
+    async with open_core(tmp_path, **opts) as core:
+        await core.flush()
+        assert (
+            core.db.query("SELECT r_task FROM episodes WHERE id=?", (ack.episode_id,))[0][0] == 1.0
+        )

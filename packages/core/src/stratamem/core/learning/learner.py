@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -46,6 +47,24 @@ class Learner:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         self._worker = asyncio.create_task(self._run(), name="stratamem-learning")
+        self._enqueue("recover", self._recover)
+
+    async def _recover(self) -> None:
+        """memos-core §5.10 (start-up part): closed full-mode episodes with traces that were never
+        scored (a feedback window lost to a restart) are reflected/scored again."""
+        rows = await self.ctx.query(
+            "SELECT id, meta_json FROM episodes WHERE status='closed' AND r_task IS NULL"
+            " AND trace_ids_json <> '[]' ORDER BY ended_at DESC LIMIT 500"
+        )
+        for r in rows:
+            meta = json.loads(r["meta_json"] or "{}")
+            if meta.get("lightweight_memory", True) or "reward" in meta:
+                continue
+            eid = str(r["id"])
+            if meta.get("reflected_at"):
+                self._windows[eid] = None  # scored on the next feedback or flush
+            else:
+                self._enqueue("reflect", functools.partial(self._reflect, eid))
 
     async def stop(self) -> None:
         for h in self._windows.values():
