@@ -42,6 +42,8 @@ from stratamem.core.workspace.paths import (
 )
 from stratamem.core.workspace.recall.models import (
     RecallAppendResult,
+    RecallRecord,
+    RecallReplaceResult,
     RecallSearchResult,
     RecallVectorSearchProvider,
 )
@@ -250,6 +252,26 @@ class WorkspaceMemory:
     ) -> RecallAppendResult:
         return self.recall_store(root).append(
             kind, content, tags=tags, source=source, kg_node_ids=kg_node_ids
+        )
+
+    def remove_recall(self, root: str | os.PathLike[str], kind: str, match: str) -> RecallRecord:
+        """Delete the ``kind`` record whose id, or exact normalised text, is ``match``."""
+        return self.recall_store(root).remove(kind, match)
+
+    def replace_recall(
+        self,
+        root: str | os.PathLike[str],
+        kind: str,
+        match: str,
+        content: str,
+        *,
+        tags: Sequence[str] | None = None,
+        source: Mapping[str, Any] | None = None,
+        kg_node_ids: Sequence[str] | None = None,
+    ) -> RecallReplaceResult:
+        """New content for the matched record; never leaves an exact-normalised duplicate."""
+        return self.recall_store(root).replace(
+            kind, match, content, tags=tags, source=source, kg_node_ids=kg_node_ids
         )
 
     def default_vector_provider(self) -> EmbeddingRecallVectorProvider:

@@ -57,6 +57,16 @@ class RecallAppendResult:
 
 
 @dataclass(frozen=True, slots=True)
+class RecallReplaceResult:
+    """``record`` now holds the new content; ``merged`` means an exact-normalised twin already held
+    it, so the matched record (``previous``) was removed rather than duplicated."""
+
+    record: RecallRecord
+    previous: RecallRecord
+    merged: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class RecallHit:
     record: RecallRecord
     score: float

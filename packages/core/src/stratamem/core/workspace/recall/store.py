@@ -1,7 +1,8 @@
-"""The recall store: SQLite (WAL) per project, de-duplicating appends serialised per (project, kind).
+"""The recall store: SQLite (WAL) per project; de-duplicating appends, removes and replaces are
+serialised per (project, kind).
 
 A per-(project, kind) lock (thread lock + ``flock``, so other processes too) covers the candidate
-lookup and the insert; the UNIQUE (project_id, kind, content_hash) constraint is only the exact-hash
+lookup and the write; the UNIQUE (project_id, kind, content_hash) constraint is only the exact-hash
 backstop, hit with ``ON CONFLICT DO NOTHING`` so it never aborts the write path.
 """
 
@@ -15,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace as with_fields
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from stratamem.core.workspace.recall.models import (
     RECALL_KINDS,
     RecallAppendResult,
     RecallRecord,
+    RecallReplaceResult,
     RecallSearchResult,
     RecallVectorSearchProvider,
 )
@@ -67,6 +70,8 @@ _COLUMNS = (
     "id, project_id, kind, content, content_hash, tags, task_id, agent_id, session_id, origin,"
     " kg_node_ids, created_at, updated_at"
 )
+
+_SOURCE_FIELDS = ("task_id", "agent_id", "session_id", "origin")
 
 _thread_locks: dict[tuple[str, str], threading.Lock] = {}
 _thread_locks_guard = threading.Lock()
@@ -127,6 +132,44 @@ def _str_list(
     return tuple(out)
 
 
+def _check_kind(kind: Any) -> None:
+    if kind not in RECALL_KINDS:
+        raise invalid("recall kind must be decision, preference or solution", kind=str(kind))
+
+
+def _checked_content(content: Any) -> tuple[str, frozenset[str]]:
+    """The normalised text and its tokens; ``invalid_argument`` for content append would refuse."""
+    if not isinstance(content, str):
+        raise invalid("recall content must be a string")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise invalid(f"recall content exceeds {MAX_CONTENT_CHARS} characters")
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid("recall content must be valid UTF-8") from None
+    normalized = normalize_recall_content(content)
+    toks = recall_tokens(normalized)
+    if not normalized or not toks:
+        raise invalid("recall content must contain words")
+    return normalized, toks
+
+
+def _provenance(source: Mapping[str, Any] | None) -> dict[str, str | None]:
+    src = dict(source or {})
+    unknown = set(src) - set(_SOURCE_FIELDS)
+    if unknown:
+        raise invalid("unknown source fields", fields=sorted(unknown))
+    return {k: _opt_str(k, src.get(k)) for k in _SOURCE_FIELDS}
+
+
+def _checked_match(match: Any) -> str:
+    if not isinstance(match, str) or not match.strip():
+        raise invalid("recall match must be a record id or the record's text", field="match")
+    if len(match) > MAX_CONTENT_CHARS:
+        raise invalid(f"recall match exceeds {MAX_CONTENT_CHARS} characters", field="match")
+    return match
+
+
 class RecallStore:
     """One project's recall records in ``<dir>/recall.sqlite3``."""
 
@@ -171,29 +214,11 @@ class RecallStore:
     ) -> RecallAppendResult:
         """Store a record unless an exact-normalised or Jaccard ≥ 0.9 twin is among the 200 most
         recent same-kind records (or an older exact twin exists); bad input changes nothing."""
-        if kind not in RECALL_KINDS:
-            raise invalid("recall kind must be decision, preference or solution", kind=str(kind))
-        if not isinstance(content, str):
-            raise invalid("recall content must be a string")
-        if len(content) > MAX_CONTENT_CHARS:
-            raise invalid(f"recall content exceeds {MAX_CONTENT_CHARS} characters")
-        try:
-            content.encode("utf-8")
-        except UnicodeEncodeError:
-            raise invalid("recall content must be valid UTF-8") from None
-        normalized = normalize_recall_content(content)
-        toks = recall_tokens(normalized)
-        if not normalized or not toks:
-            raise invalid("recall content must contain words")
+        _check_kind(kind)
+        normalized, toks = _checked_content(content)
         tag_list = _str_list("tags", tags, MAX_TAGS, MAX_TAG_CHARS, lower=True)
         node_ids = _str_list("kg_node_ids", kg_node_ids, 256, 256, lower=False)
-        src = dict(source or {})
-        unknown = set(src) - {"task_id", "agent_id", "session_id", "origin"}
-        if unknown:
-            raise invalid("unknown source fields", fields=sorted(unknown))
-        provenance = {
-            k: _opt_str(k, src.get(k)) for k in ("task_id", "agent_id", "session_id", "origin")
-        }
+        provenance = _provenance(source)
         digest = content_hash(normalized)
 
         with self._kind_lock(kind), contextlib.closing(self._connect()) as conn:
@@ -263,6 +288,126 @@ class RecallStore:
                     conn.execute("ROLLBACK")
                 raise MemoryBackendError("WRITE_FAILED", "recall", str(exc)) from exc
             return RecallAppendResult(True, record)
+
+    def _find(self, conn: sqlite3.Connection, kind: str, match: str) -> Sequence[Any] | None:
+        """The record of ``kind`` whose id is ``match``, else whose normalised text equals it."""
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM recall_records WHERE project_id = ? AND kind = ? AND id = ?",
+            (self.project_id, kind, match),
+        ).fetchone()
+        normalized = normalize_recall_content(match)
+        if row is None and normalized:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM recall_records"
+                " WHERE project_id = ? AND kind = ? AND content_hash = ?",
+                (self.project_id, kind, content_hash(normalized)),
+            ).fetchone()
+        return row  # type: ignore[no-any-return]
+
+    def _not_found(self, kind: str, match: str) -> MemoryBackendError:
+        return MemoryBackendError(
+            "NOT_FOUND",
+            "recall",
+            f"no {kind} recall record has that id or text",
+            {"kind": kind, "match": match[:256]},
+        )
+
+    def remove(self, kind: str, match: str) -> RecallRecord:
+        """Delete the ``kind`` record matched by id or exact normalised text and return it;
+        ``not_found`` (nothing changes) when none matches."""
+        _check_kind(kind)
+        _checked_match(match)
+        with self._kind_lock(kind), contextlib.closing(self._connect()) as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                row = self._find(conn, kind, match)
+                if row is not None:
+                    conn.execute("DELETE FROM recall_records WHERE id = ?", (row[0],))
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise MemoryBackendError("WRITE_FAILED", "recall", str(exc)) from exc
+        if row is None:
+            raise self._not_found(kind, match)
+        return _row(row)
+
+    def replace(
+        self,
+        kind: str,
+        match: str,
+        content: str,
+        *,
+        tags: Sequence[str] | None = None,
+        source: Mapping[str, Any] | None = None,
+        kg_node_ids: Sequence[str] | None = None,
+    ) -> RecallReplaceResult:
+        """Give the matched record (by id or exact normalised text) new content, keeping its id and
+        creation time; ``tags``/``source``/``kg_node_ids`` replace the old values when given.
+
+        If another record already holds the new content (exact normalised), the matched record is
+        removed instead, so no exact duplicate is ever left. A near (Jaccard) twin is kept: a
+        replace is an explicit edit. ``not_found`` / ``invalid_argument`` change nothing.
+        """
+        _check_kind(kind)
+        _checked_match(match)
+        normalized, _ = _checked_content(content)
+        tag_list = None if tags is None else _str_list("tags", tags, MAX_TAGS, MAX_TAG_CHARS, True)
+        node_ids = (
+            None if kg_node_ids is None else _str_list("kg_node_ids", kg_node_ids, 256, 256, False)
+        )
+        provenance = None if source is None else _provenance(source)
+        digest = content_hash(normalized)
+        with self._kind_lock(kind), contextlib.closing(self._connect()) as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                row = self._find(conn, kind, match)
+                if row is None:
+                    conn.execute("ROLLBACK")
+                    raise self._not_found(kind, match)
+                previous = _row(row)
+                twin = conn.execute(
+                    f"SELECT {_COLUMNS} FROM recall_records"
+                    " WHERE project_id = ? AND kind = ? AND content_hash = ? AND id != ?",
+                    (self.project_id, kind, digest, previous.id),
+                ).fetchone()
+                if twin is not None:
+                    conn.execute("DELETE FROM recall_records WHERE id = ?", (previous.id,))
+                    conn.execute("COMMIT")
+                    return RecallReplaceResult(_row(twin), previous, merged=True)
+                fields = {
+                    "content": content.strip(),
+                    "content_hash": digest,
+                    "tags": previous.tags if tag_list is None else tag_list,
+                    "kg_node_ids": previous.kg_node_ids if node_ids is None else node_ids,
+                    "updated_at": max(int(self._clock() * 1000), previous.updated_at),
+                    **(provenance or {}),
+                }
+                record = with_fields(previous, **fields)  # type: ignore[arg-type]
+                conn.execute(
+                    "UPDATE recall_records SET content = ?, normalized = ?, content_hash = ?,"
+                    " tags = ?, task_id = ?, agent_id = ?, session_id = ?, origin = ?,"
+                    " kg_node_ids = ?, updated_at = ? WHERE id = ?",
+                    (
+                        record.content,
+                        normalized,
+                        digest,
+                        json.dumps(list(record.tags)),
+                        record.task_id,
+                        record.agent_id,
+                        record.session_id,
+                        record.origin,
+                        json.dumps(list(record.kg_node_ids)),
+                        record.updated_at,
+                        record.id,
+                    ),
+                )
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise MemoryBackendError("WRITE_FAILED", "recall", str(exc)) from exc
+        return RecallReplaceResult(record, previous)
 
     def import_record(self, record: RecallRecord, normalized: str | None = None) -> bool:
         """Bulk-import path that bypasses the classifier; only the constraint guards it."""
