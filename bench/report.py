@@ -211,7 +211,9 @@ def render(res: dict[str, Any]) -> str:
             "anchor embeddings + noise) written straight into the `traces` table; queries are "
             "distinct memory questions, each embedded with the real embedder. `vector channel` is "
             "the retrieval engine's own vector query (visibility prefilter, pool 20); `ANN tuned` "
-            "is `LanceStore.vector_search` (nprobes/ef/refine from config). Production ANN "
+            "is `LanceStore.vector_search` (nprobes/ef/refine from config, visibility prefilter); "
+            "the postfilter / no-filter variants run the same tuned query with the visibility "
+            "filter applied after the search / not at all. Production ANN "
             f"threshold: {sc['ann_threshold_rows']:,} rows.",
             "",
         ]
@@ -221,6 +223,8 @@ def render(res: dict[str, Any]) -> str:
             ("lance_flat", "LanceDB flat"),
             ("vector_channel", "vector channel"),
             ("ann_tuned", "ANN tuned"),
+            ("ann_tuned_postfilter", "ANN tuned, postfilter"),
+            ("ann_tuned_nofilter", "ANN tuned, no filter"),
             ("retrieval_no_embed", "retrieval w/o embed"),
             ("turn_start", "turn_start e2e"),
         ]
@@ -274,6 +278,7 @@ def render(res: dict[str, Any]) -> str:
                         fmt(r.get("lance_flat", math.nan)),
                         fmt(r.get("vector_channel", math.nan)),
                         fmt(r.get("ann_tuned", math.nan)),
+                        fmt(r.get("ann_tuned_postfilter", math.nan)),
                         s[phase].get("turn_start_with_hits", "–"),
                         f"{s.get('load_s')} s / {s.get('fts_index_s')} s / {s.get('ann_index_s', '–')} s",
                         f"{s.get('disk_mb')} MB",
@@ -286,6 +291,7 @@ def render(res: dict[str, Any]) -> str:
                     "LanceDB flat",
                     "vector channel",
                     "ANN tuned",
+                    "ANN tuned, postfilter",
                     "turn_start with hits",
                     "load / FTS / ANN build",
                     "disk",

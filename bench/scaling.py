@@ -51,6 +51,22 @@ async def _lance_flat(tbl: Any, qvec: np.ndarray, k: int) -> list[str]:
     return [r["id"] for r in rows]
 
 
+async def _ann_variant(store: Any, qvec: np.ndarray, where: str, postfilter: bool) -> list[str]:
+    q = (
+        store.table("traces")
+        .query()
+        .nearest_to(qvec)
+        .column("vec_summary")
+        .distance_type("cosine")
+        .select(["id"])
+        .limit(10)
+    )
+    if postfilter:
+        q = q.where(f"vec_summary IS NOT NULL AND ({where})").postfilter()
+    q = store.tune_vector_query(q, "traces", "vec_summary")
+    return [r["id"] for r in await q.to_list()]
+
+
 async def _measure(
     core: Any,
     embedder: Any,
@@ -105,6 +121,13 @@ async def _measure(
                 recall.setdefault("ann_tuned", []).append(
                     metrics.overlap_at_k([r["id"] for r in tuned], exact, 10)
                 )
+            # the same tuned ANN query with the visibility filter applied after the search, and
+            # with no filter: how much of the ANN time is the prefilter
+            for name, post in (("ann_tuned_postfilter", True), ("ann_tuned_nofilter", False)):
+                ms, got2 = await time_async(lambda q=qvec, p=post: _ann_variant(store, q, where, p))
+                if keep:
+                    samples.add(name, ms)
+                    recall.setdefault(name, []).append(metrics.overlap_at_k(got2, exact, 10))
         query = RetrievalQuery(
             agent=AGENT, query=text, namespace=ns, session_id=f"{label}-r{i}", reason="turn_start"
         )
