@@ -20,55 +20,12 @@ Opener = Callable[..., Any]
 
 
 def default_opener(home: Path, **overrides: Any) -> Any:
-    """The home's core as a blocking object: the owner (serving the home socket) or its client.
+    """The home's core as a blocking object: the owner (serving the home socket) or, when another
+    process owns the home, its client over that socket (``BlockingCore.open`` goes through
+    ``open_core``)."""
+    from stratamem.core.blocking import BlockingCore
 
-    ``BlockingCore.open`` only ever owns a home; ``open_core`` also serves the home's socket, or
-    connects to the process that owns it, which is what several Hermes processes on one home need.
-    """
-    return LoopCore(home, **overrides)
-
-
-class LoopCore:
-    """Blocking view of ``open_core`` (a ``LocalCore`` or a ``RemoteCore``) on a private loop thread."""
-
-    def __init__(self, home: Path, **overrides: Any) -> None:
-        import asyncio
-
-        from stratamem.core import open_core
-
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="stratamem-core-loop", daemon=True
-        )
-        self._thread.start()
-        self._cm = open_core(home, **overrides)
-        self._core = self._run(self._cm.__aenter__())
-
-    def _run(self, coro: Any) -> Any:
-        import asyncio
-
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._core, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._run(attr(*args, **kwargs))
-
-        return call
-
-    def close(self, timeout: float = 10.0) -> None:
-        import asyncio
-
-        try:
-            asyncio.run_coroutine_threadsafe(
-                self._cm.__aexit__(None, None, None), self._loop
-            ).result(timeout)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
+    return BlockingCore.open(home, **overrides)
 
 
 class _DaemonPool:

@@ -1,7 +1,7 @@
 """Mirror Hermes' built-in ``memory`` tool into Stratamem workspace memory rooted at ``$HERMES_HOME``.
 
 Target ``memory`` → a bullet in ``MEMORY.md``; target ``user`` → a recall record of kind ``preference``.
-``replace``/``remove`` act on the entry matching ``metadata["old_text"]``.
+``replace``/``remove`` act on the entry matching ``metadata["old_text"]`` (as Hermes' tool matches it).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ log = logging.getLogger("stratamem.hermes")
 
 ACTIONS = ("add", "replace", "remove")
 TARGETS = ("memory", "user")
+USER_KIND = "preference"
+USER_TAGS = ("hermes", "user")
 _lock = threading.Lock()
 
 
@@ -99,19 +101,44 @@ def mirror_memory_write(
             if new != (current.content if current.exists else ""):
                 ws.write(root, new)
             return
-        store = ws.recall_store(root)
         source = {
             "agent_id": namespace.profile_id,
             "session_id": str(meta.get("session_id") or namespace.session_key or "") or None,
             "origin": "hermes.memory_tool",
         }
-        if action in ("replace", "remove"):
-            hits = store.search(old_text, kinds=["preference"], limit=5).hits
-            match = next((h.record for h in hits if _matches(h.record.content, old_text)), None)
-            remover = getattr(store, "remove", None) or getattr(store, "delete", None)
-            if match is not None and callable(remover):
-                remover(match.id)
-            elif match is not None:
-                log.info("recall store cannot remove records yet; %s kept", match.id)
-        if action in ("add", "replace"):
-            store.append("preference", content, tags=["hermes", "user"], source=source)
+        if action == "add":
+            ws.append_recall(root, USER_KIND, content, tags=USER_TAGS, source=source)
+            return
+        entry = user_entry(ws, root, old_text)
+        if entry is None and action == "remove":
+            raise StratamemError(
+                ErrorCode.NOT_FOUND, "no user preference matches old_text", {"old_text": old_text}
+            )
+        if entry is None:  # an entry from before the mirror existed: the new text still lands
+            log.info("stratamem: no user preference matches %r; adding the new one", old_text)
+            ws.append_recall(root, USER_KIND, content, tags=USER_TAGS, source=source)
+        elif action == "replace":
+            ws.replace_recall(root, USER_KIND, entry.id, content, source=source)
+        else:
+            ws.remove_recall(root, USER_KIND, entry.id)
+
+
+def user_entry(ws: Any, root: Path, old_text: str) -> Any:
+    """The mirrored ``user`` entry ``old_text`` identifies, as Hermes' own tool matches it: the
+    exact (normalised) entry, else the one entry containing it; ``conflict`` if several do."""
+    from stratamem.core.workspace.recall import normalize_recall_content
+
+    records = ws.recall_store(root).candidates([USER_KIND], tags=USER_TAGS)
+    wanted = normalize_recall_content(old_text)
+    exact = [r for r in records if normalize_recall_content(r.content) == wanted]
+    if exact:
+        return exact[0]
+    needle = " ".join(old_text.split()).lower()
+    found = [r for r in records if needle in " ".join(r.content.split()).lower()]
+    if len(found) > 1:
+        raise StratamemError(
+            ErrorCode.CONFLICT,
+            "old_text matches several user preferences",
+            {"old_text": old_text, "ids": [r.id for r in found]},
+        )
+    return found[0] if found else None
