@@ -11,6 +11,8 @@ import logging
 import os
 import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures import wait as futures_wait
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -72,6 +74,11 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _log_failure(future: Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.info("stratamem background write failed: %s", future.exception())
+
+
 class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignore]
     """Thread-safe: the turn thread, the prefetch thread and the sync worker may call at once."""
 
@@ -93,6 +100,7 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
         self._shut = False
         self._lent = False
         self._spool: Spool | None = None
+        self._writes_in_flight: list[Future[Any]] = []
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -149,10 +157,13 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
             self._shut = True
             bridge, self._bridge = self._bridge, None
             closers, self._closers = list(self._closers), []
+            writes, self._writes_in_flight = self._writes_in_flight, []
             lent, self._lent = self._lent, False
         end = time.monotonic() + SHUTDOWN_BOUND_S
         for thread in closers:
             thread.join(max(0.0, min(SESSION_END_BOUND_S, end - time.monotonic() - 1.0)))
+        # fire-and-forget writes (sub-agent outcomes) land before the core closes, within the bound
+        futures_wait(writes, timeout=max(0.0, end - time.monotonic() - 1.0))
         if bridge is not None:
             bridges.release(bridge, timeout=max(0.5, end - time.monotonic()))
         if lent:
@@ -395,7 +406,11 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
                 outcome="ok" if result else "unknown",
                 ts=_now_ms(),
             )
-        bridge.submit(lambda core: core.record_subagent_outcome(outcome))
+        future = bridge.submit(lambda core: core.record_subagent_outcome(outcome))
+        future.add_done_callback(_log_failure)
+        with self._lock:
+            self._writes_in_flight = [f for f in self._writes_in_flight if not f.done()]
+            self._writes_in_flight.append(future)
 
     def on_memory_write(
         self,
