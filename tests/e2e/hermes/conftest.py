@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("run_agent", reason="needs the real hermes-agent (tox -e py311-hermes / e2e)")
+pytest.importorskip("run_agent", reason="needs the real hermes-agent (tox -e e2e)")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from stub_llm import StubLLM
