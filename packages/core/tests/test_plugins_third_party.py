@@ -1,0 +1,122 @@
+"""A third-party plugin, installed as a distribution with a ``stratamem`` entry point, is found and used.
+
+The package is laid out exactly as an installer leaves it (module + ``*.dist-info`` with
+``entry_points.txt``) in a directory put on ``PYTHONPATH`` of a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+PLUGIN = textwrap.dedent(
+    '''
+    """tiny_stratamem_plugin: a bag-of-letters embedder and a hello command."""
+    import os
+    from pathlib import Path
+
+    import numpy as np
+    from stratamem.core.hookspecs import hookimpl
+
+
+    class LetterEmbedder:
+        name = "letters"
+        model = "letters-26"
+        dimension = 26
+
+        def _one(self, text):
+            v = np.zeros(26, dtype=np.float32)
+            for ch in text.lower():
+                if "a" <= ch <= "z":
+                    v[ord(ch) - 97] += 1
+            n = np.linalg.norm(v)
+            return v / n if n else v
+
+        def embed_documents(self, texts):
+            marker = os.environ.get("TINY_MARKER")
+            if marker:
+                with open(marker, "a") as f:
+                    f.write(f"{len(texts)}\\n")
+            return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, 26), np.float32)
+
+        def embed_query(self, text):
+            return self._one(text)
+
+
+    @hookimpl
+    def register_embedders(register):
+        register("letters", lambda config: LetterEmbedder())
+
+
+    @hookimpl
+    def register_commands(register):
+        def configure(parser):
+            parser.add_argument("name")
+
+        def run(args):
+            print(f"hello {args.name} from a plugin")
+            return 0
+
+        register("tiny-hello", "say hello (third-party plugin)", configure, run)
+    '''
+)
+
+
+def _install(site: Path) -> None:
+    site.mkdir()
+    (site / "tiny_stratamem_plugin.py").write_text(PLUGIN)
+    info = site / "tiny_stratamem_plugin-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: tiny-stratamem-plugin\nVersion: 0.1.0\n"
+    )
+    (info / "entry_points.txt").write_text("[stratamem]\ntiny = tiny_stratamem_plugin\n")
+    (info / "RECORD").write_text("")
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stratamem.core.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_an_installed_plugin_adds_a_command_and_an_embedder_the_core_uses(tmp_path: Path) -> None:
+    site, home, marker = tmp_path / "site", tmp_path / "home", tmp_path / "calls.txt"
+    _install(site)
+    home.mkdir()
+    (home / "config.yaml").write_text("embedding:\n  provider: letters\n")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "STRATAMEM_HOME": str(home),
+        "TINY_MARKER": str(marker),
+    }
+    hello = _run(["tiny-hello", "world"], env)
+    assert hello.returncode == 0, hello.stderr
+    assert hello.stdout.strip() == "hello world from a plugin"
+
+    turns = tmp_path / "t.jsonl"
+    turns.write_text(
+        json.dumps({"session": "s", "user": "zebra zoo", "assistant": "ok", "ts": 1}) + "\n"
+    )
+    assert _run(["ingest", str(turns), "--no-progress"], env).returncode == 0
+    assert marker.exists() and marker.read_text().strip()  # the plugin embedded the turn
+    health = _run(["health"], env)
+    assert json.loads(health.stdout)["embedder"]["dimension"] == 26
+
+
+def test_without_the_plugin_the_unknown_provider_is_a_typed_error(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("embedding:\n  provider: letters\n")
+    done = _run(["health"], {**os.environ, "STRATAMEM_HOME": str(home)})
+    assert done.returncode != 0
+    assert "letters" in done.stderr and "not registered" in done.stderr
