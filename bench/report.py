@@ -325,7 +325,7 @@ def render(res: dict[str, Any]) -> str:
                 ],
             ),
             "",
-            cap["read_your_writes"].capitalize() + ".",
+            cap["read_your_writes"][:1].upper() + cap["read_your_writes"][1:] + ".",
         ]
     gr = res.get("grpc")
     if gr:
