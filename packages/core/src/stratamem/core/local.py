@@ -796,6 +796,7 @@ class LocalCore:
             reason="turn_start",
             context_hints=dict(turn.context_hints),
             deadline_at=turn.deadline_at,
+            llm_filter_malformed_retries=turn.llm_filter_malformed_retries,
         )
         if self._deadline_left_s(turn.deadline_at) <= 0:
             # documented degraded result: nothing routed, nothing stored, safe empty cut-off

@@ -31,6 +31,7 @@ from stratamem.core.retrieval.candidates import Candidate, Pool, num, priority_f
 from stratamem.core.retrieval.deadline import Deadline
 from stratamem.core.retrieval.filters import TraceFilter, q, simple_where, visible_context
 from stratamem.core.retrieval.guidance import collect_guidance
+from stratamem.core.retrieval.llm_filter import FilterResult, llm_filter
 from stratamem.core.retrieval.plan import Plan, make_plan
 from stratamem.core.retrieval.query import CompiledQuery, compile_query
 from stratamem.core.retrieval.rank import Ranked, RankParams, rank
@@ -67,6 +68,8 @@ class RetrievalContext:
     profile: str | None = None
     now_ms: int | None = None
     tz_offset_minutes: int = 0
+    #: the LLM of the post-rank relevance filter (memos-core §5.7.5); None → pass-through
+    llm: Any | None = None
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -114,6 +117,7 @@ class _Run:
         self.latency = {1: 0.0, 2: 0.0, 3: 0.0}
         self.now = ctx.now_ms if ctx.now_ms is not None else now_ms()
         self.min_sim = float(setting(self.cfg, "min_trace_sim"))
+        self.filtered: FilterResult | None = None
 
     def s(self, key: str) -> Any:
         return setting(self.cfg, key)
@@ -383,7 +387,9 @@ class _Run:
         ) as sp:
             if self.plan.tiers and self.plan.limit > 0 and self.cq.text.strip():
                 await self.collect()
-            ranked = self.rank()
+            ranked = await self.filter(self.rank())
+            if self.filtered is not None:
+                sp.set_attribute("llm_filter", self.filtered.outcome)
             linked = await self.linked_policies(ranked)
             result = self.render(ranked, linked)
             sp.set_attribute("hits", len(result.hits))
@@ -443,6 +449,23 @@ class _Run:
             if it.cand.ref_kind != "episode"
             or not kept_traces.intersection(it.cand.row.get("member_ids", ()))
         ]
+
+    async def filter(self, ranked: list[Ranked]) -> list[Ranked]:
+        """The LLM relevance filter over the ranked list (pass-through without an LLM)."""
+        if not ranked:
+            return ranked
+        self.filtered = await llm_filter(
+            ranked,
+            llm=self.ctx.llm,
+            query=self.cq.text,
+            config=self.cfg,
+            lightweight=self.lightweight,
+            remaining_s=self.dl.remaining(),
+            retries=self.query.llm_filter_malformed_retries,
+        )
+        if self.filtered.timed_out:
+            self.dl.cut_off = True
+        return self.filtered.kept
 
     def snippet(self, it: Ranked) -> Snippet:
         row, score = it.cand.row, it.score
@@ -593,6 +616,7 @@ async def retrieve(
             lightweight=getattr(core, "lightweight", None),
             deadline=_monotonic_deadline(query.deadline_at, config),
             tiers=scheduled_tiers(query),
+            llm=getattr(core, "llm", None),
         )
     return await _Run(ctx).run()
 
