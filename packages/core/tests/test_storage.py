@@ -134,3 +134,16 @@ async def test_ann_index_recall_at_10_matches_exact_search(tmp_path: Path) -> No
         recalls.append(len({r["id"] for r in exact} & {r["id"] for r in ann}) / 10)
     assert float(np.mean(recalls)) >= 0.9, recalls
     store.close()
+
+
+async def test_a_table_counts_as_possibly_non_empty_from_its_first_write_and_after_reopen(
+    tmp_path: Path,
+) -> None:
+    store = await LanceStore(tmp_path, DIM, "m", {}).open()
+    assert not store.may_have_rows("skills") and not store.may_have_rows("traces")
+    await store.upsert("traces", [_row(0, np.ones(DIM, dtype=np.float32))])
+    assert store.may_have_rows("traces") and not store.may_have_rows("skills")
+    store.close()
+    again = await LanceStore(tmp_path, DIM, "m", {}).open()
+    assert again.may_have_rows("traces") and not again.may_have_rows("skills")
+    again.close()

@@ -606,6 +606,9 @@ async def retrieve(
                 tables[name] = store.table(name) if store is not None else None
             except Exception:
                 tables[name] = None
+            never_written = name != "traces" and not _may_have_rows(store, name)
+            if never_written:  # an empty learning table costs a LanceDB round trip per channel
+                tables[name] = None
         ctx = RetrievalContext(
             query=query,
             namespace=namespace or query.namespace,
@@ -619,6 +622,11 @@ async def retrieve(
             llm=getattr(core, "llm", None),
         )
     return await _Run(ctx).run()
+
+
+def _may_have_rows(store: Any, name: str) -> bool:
+    check = getattr(store, "may_have_rows", None)
+    return True if check is None else bool(check(name))
 
 
 def where_ids(ids: Sequence[str]) -> str:

@@ -53,6 +53,7 @@ class LanceStore:
         self._fts_ready: set[str] = set()
         self._ann_ready: set[tuple[str, str]] = set()
         self._rows_since_optimize = 0
+        self._nonempty: set[str] = set()
         self.index_lock = asyncio.Lock()
 
     # -- open ------------------------------------------------------------------------------
@@ -68,6 +69,8 @@ class LanceStore:
             else:
                 tbl = await self._db.create_table(name, schema=schema, exist_ok=True)
             self._tables[name] = tbl
+            if await tbl.count_rows() > 0:
+                self._nonempty.add(name)
             await self._refresh_index_state(name)
         return self
 
@@ -102,6 +105,11 @@ class LanceStore:
     def table(self, name: str) -> lancedb.AsyncTable:
         return self._tables[name]
 
+    def may_have_rows(self, name: str) -> bool:
+        """False only while a table has never held a row (this process owns every write), so
+        readers can skip querying it."""
+        return name in self._nonempty
+
     def has_fts(self, name: str) -> bool:
         return name in self._fts_ready
 
@@ -131,6 +139,7 @@ class LanceStore:
             .execute(data, on_bad_vectors="null")
         )
         self._rows_since_optimize += len(rows)
+        self._nonempty.add(name)
         return len(rows)
 
     async def update(self, name: str, row_id: str, values: dict[str, Any]) -> None:
