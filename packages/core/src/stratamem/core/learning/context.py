@@ -16,6 +16,7 @@ import numpy as np
 from stratamem.core.config.defaults import DEFAULTS
 from stratamem.core.learning import prompts
 from stratamem.core.llm import background_llm, complete_json
+from stratamem.core.llm.roles import role_llms
 from stratamem.core.storage.lance import ids_where
 from stratamem.core.telemetry import get_logger, span
 
@@ -33,6 +34,11 @@ class LearningContext:
         self.config: Mapping[str, Any] = core.config
         slots = int(self.config["session"]["bg_llm_concurrency"])
         self.llm = background_llm(core.llm, slots)
+        #: tasks with their own LLM role (l3_llm, skill_evolver); blank roles share the main LLM
+        self.role_llms = {
+            task: self.llm if llm is core.llm else background_llm(llm, slots)
+            for task, llm in role_llms(self.config, core.llm).items()
+        }
         self.llm_calls = 0
 
     # -- config / events ---------------------------------------------------------------------
@@ -130,16 +136,24 @@ class LearningContext:
     def has_llm(self) -> bool:
         return self.llm is not None
 
+    def llm_for(self, task: str) -> Any:
+        """The provider that answers ``task`` (its role's, else the main LLM), or None."""
+        return self.role_llms.get(task, self.llm)
+
+    def has_llm_for(self, task: str) -> bool:
+        return self.llm_for(task) is not None
+
     async def ask(
         self, task: str, payload: Mapping[str, Any], validate: Callable[[dict[str, Any]], bool]
     ) -> dict[str, Any] | None:
         """One JSON answer of ``task`` or ``None`` (no LLM, provider failure, malformed answers)."""
-        if self.llm is None:
+        llm = self.llm_for(task)
+        if llm is None:
             return None
         self.llm_calls += 1
         with span("learning.llm", task=task):
             out = await complete_json(
-                self.llm,
+                llm,
                 prompts.build(task, payload),
                 retries=int(self.cfg("learning", "json_retries")),
                 validate=validate,

@@ -164,7 +164,7 @@ async def run_skills(
             p.get("updated_at") or 0
         ):
             continue
-        if not ctx.has_llm or not bool(ctx.cfg("skill", "use_llm")):
+        if not ctx.has_llm_for("skill.crystallize") or not bool(ctx.cfg("skill", "use_llm")):
             res.failed[str(p["id"])] = "llm_disabled"
             continue
         await _crystallize(ctx, p, current, skills, res)

@@ -95,7 +95,7 @@ def _union(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[st
 
 async def run_l3(ctx: LearningContext, owner_where: str) -> L3Result:
     res = L3Result()
-    if not ctx.has_llm or not bool(ctx.cfg("l3_abstraction", "use_llm")):
+    if not ctx.has_llm_for("l3.abstract") or not bool(ctx.cfg("l3_abstraction", "use_llm")):
         res.skipped_reason = "llm_disabled"
         return res
     min_gain = float(ctx.cfg("l3_abstraction", "min_policy_gain"))
