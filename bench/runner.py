@@ -30,6 +30,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--only", default=",".join(SECTIONS), help=f"comma list of sections ({', '.join(SECTIONS)})"
     )
     p.add_argument("--rows", default="", help="override the scaling sizes, e.g. 10000,100000")
+    p.add_argument(
+        "--soak-cleanup-s",
+        type=int,
+        default=None,
+        help="soak with storage.cleanup_older_than_s set to this (default: the shipped 3600)",
+    )
     args = p.parse_args(argv)
     unknown = set(args.only.split(",")) - set(SECTIONS)
     if unknown:
@@ -95,8 +101,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         from bench.soak import run_soak
 
         _log(f"soak: {size.soak_turns:,} turns")
+        overrides = (
+            {}
+            if args.soak_cleanup_s is None
+            else {"storage__cleanup_older_than_s": args.soak_cleanup_s}
+        )
         res["soak"] = await run_soak(
-            load_embedder({}), size.soak_turns, size.soak_every, args.seed, {}
+            load_embedder({}), size.soak_turns, size.soak_every, args.seed, overrides
         )
     if "quality" in only:
         from bench.longmem import generate
