@@ -34,18 +34,52 @@ MAX_FETCH_TERMS = 6
 
 
 # -- LanceDB --------------------------------------------------------------------------------
-async def table_vector(table: Any, column: str, qvec: np.ndarray, where: str, limit: int) -> Scored:
-    """Exact (or high-recall ANN) cosine search over every row passing ``where``."""
-    q = (
-        table.query()
-        .nearest_to(np.asarray(qvec, dtype=np.float32))
-        .column(column)
-        .distance_type("cosine")
-        .where(f"{column} IS NOT NULL AND ({where})")
-        .limit(limit)
-    )
-    rows: list[Row] = await q.to_list()
+async def table_vector(
+    table: Any,
+    column: str,
+    qvec: np.ndarray,
+    where: str,
+    limit: int,
+    *,
+    store: Any | None = None,
+    name: str | None = None,
+) -> Scored:
+    """Exact (or high-recall ANN) cosine search over every row passing ``where``.
+
+    With the store at hand its recall knobs apply (exact scan until an ANN index exists). Over an
+    ANN index the filter runs after the search on an over-fetched pool — a prefiltered ANN query
+    scans the filter first (measured 73 ms vs 10 ms at 100k rows) — and falls back to the prefilter
+    when too few rows survive.
+    """
+    flt = f"{column} IS NOT NULL AND ({where})"
+
+    def base() -> Any:
+        q = table.query().nearest_to(np.asarray(qvec, dtype=np.float32)).column(column)
+        q = q.distance_type("cosine")
+        return store.tune_vector_query(q, name, column) if store is not None and name else q
+
+    rows: list[Row] = []
+    ann = store is not None and name is not None and store.has_ann(name, column)
+    if ann:
+        fetch = limit * POSTFILTER_OVERFETCH
+        q = base().ef(ann_ef(store, fetch)).where(flt).postfilter().limit(fetch)
+        rows = (await q.to_list())[:limit]
+    if len(rows) < limit:
+        q = base()
+        if ann:
+            q = q.ef(ann_ef(store, limit))
+        rows = await q.where(flt).limit(limit).to_list()
     return [(r, 1.0 - float(r["_distance"])) for r in rows]
+
+
+#: how many more rows an ANN search fetches when it filters afterwards
+POSTFILTER_OVERFETCH = 4
+
+
+def ann_ef(store: Any, limit: int) -> int:
+    """HNSW ``ef`` must cover ``limit × refine_factor`` candidates (LanceDB refuses a smaller one)."""
+    cfg = getattr(store, "cfg", {}) or {}
+    return max(int(cfg.get("ann_ef", 100)), limit * int(cfg.get("ann_refine_factor", 5)))
 
 
 async def table_fts(table: Any, text: str, where: str, limit: int) -> Scored:

@@ -70,6 +70,8 @@ class RetrievalContext:
     tz_offset_minutes: int = 0
     #: the LLM of the post-rank relevance filter (memos-core §5.7.5); None → pass-through
     llm: Any | None = None
+    #: the ``LanceStore`` behind ``tables`` (its ANN recall knobs), when retrieval runs in a core
+    store: Any | None = None
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -127,7 +129,14 @@ class _Run:
 
     # -- generic table tier (skills, experiences, world models) --------------------------------
     async def _table_pool(
-        self, pool: Pool, table: Any, where: str, vec_floor: float, vec_limit: int, kw_limit: int
+        self,
+        pool: Pool,
+        table: Any,
+        where: str,
+        vec_floor: float,
+        vec_limit: int,
+        kw_limit: int,
+        pool_table: str | None = None,
     ) -> None:
         dl, cq = self.dl, self.cq
 
@@ -135,7 +144,12 @@ class _Run:
             if self.qvec is None:
                 return []
             qv = self.qvec
-            got = await dl.run("vec", lambda: ch.table_vector(table, "vec", qv, where, vec_limit))
+            got = await dl.run(
+                "vec",
+                lambda: ch.table_vector(
+                    table, "vec", qv, where, vec_limit, store=self.ctx.store, name=pool_table
+                ),
+            )
             return [(r, sc) for r, sc in (got or []) if sc >= vec_floor]
 
         async def fts() -> ch.Scored:
@@ -183,7 +197,13 @@ class _Run:
         k = self.plan.caps[1]
         vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
         await self._table_pool(
-            pool, table, where, self.min_sim, vec_pool, max(k, int(self.s("keyword_top_k")))
+            pool,
+            table,
+            where,
+            self.min_sim,
+            vec_pool,
+            max(k, int(self.s("keyword_top_k"))),
+            "skills",
         )
         blend = float(self.s("skill_eta_blend"))
         for c in pool.items.values():
@@ -202,7 +222,13 @@ class _Run:
         vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
         floor = min(self.min_sim, 0.15)
         await self._table_pool(
-            pool, table, where, floor, vec_pool, max(k, int(self.s("keyword_top_k")))
+            pool,
+            table,
+            where,
+            floor,
+            vec_pool,
+            max(k, int(self.s("keyword_top_k"))),
+            "world_models",
         )
         self.pools.append(pool)
         self.latency[3] += (time.perf_counter() - t0) * 1000
@@ -219,7 +245,13 @@ class _Run:
         k = self.plan.caps[2]
         vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
         await self._table_pool(
-            pool, table, where, self.min_sim, vec_pool, max(k, int(self.s("keyword_top_k")))
+            pool,
+            table,
+            where,
+            self.min_sim,
+            vec_pool,
+            max(k, int(self.s("keyword_top_k"))),
+            "policies",
         )
         for c in pool.items.values():
             c.boost = 0.2 * max(
@@ -265,7 +297,12 @@ class _Run:
             if table is not None:
                 w = flt.where(vector=True, with_tags=with_tags)
                 got = (
-                    await dl.run(column, lambda: ch.table_vector(table, column, qv, w, vec_pool))
+                    await dl.run(
+                        column,
+                        lambda: ch.table_vector(
+                            table, column, qv, w, vec_pool, store=self.ctx.store, name="traces"
+                        ),
+                    )
                     or []
                 )
             rows = [r for r in pending if flt.accepts(r, vector=True, with_tags=with_tags)]
@@ -620,6 +657,7 @@ async def retrieve(
             deadline=_monotonic_deadline(query.deadline_at, config),
             tiers=scheduled_tiers(query),
             llm=getattr(core, "llm", None),
+            store=store,
         )
     return await _Run(ctx).run()
 

@@ -198,6 +198,9 @@ class LanceStore:
             .limit(limit)
         )
         q = self.tune_vector_query(q, name, column, exact=exact)
+        if not exact and self.has_ann(name, column):  # HNSW ef must cover limit × refine_factor
+            refine = int(self.cfg.get("ann_refine_factor", 5))
+            q = q.ef(max(int(self.cfg.get("ann_ef", 100)), limit * refine))
         if columns:
             q = q.select([*columns, "_distance"])
         return (await q.to_arrow()).to_pylist()  # type: ignore[no-any-return]
