@@ -168,6 +168,16 @@ DEFAULTS: dict[str, Any] = {
         "keep_priority_without_signal": True,
         #: α of a step with no reflection when the reward is back-propagated (reference: 0)
         "default_alpha": 0.0,
+        #: memos-core §5.10: periodic scan for closed episodes whose reward is missing or stale
+        #: (0 disables the periodic scan; start-up recovery and manual paths still run)
+        "rescore_interval_s": 600.0,
+        "rescore_dedupe_s": 30.0,
+        "rescore_page_size": 500,
+        #: an episode closed this recently may still be inside its feedback window: not rescored
+        "rescore_min_age_s": 120.0,
+        "rescore_backoff_after": 3,
+        "rescore_backoff_base_s": 3600.0,
+        "rescore_backoff_max_s": 86400.0,
     },
     "session": {
         "follow_up_mode": "merge_follow_ups",

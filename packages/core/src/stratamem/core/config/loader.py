@@ -53,6 +53,13 @@ _RANGES: dict[str, tuple[float, float]] = {
     "session.merge_max_gap_ms": (0, 10**10),
     "session.max_turns_per_episode": (1, 10000),
     "reward.gamma": (0.0, 1.0),
+    "learning.rescore_interval_s": (0.0, 10**8),
+    "learning.rescore_dedupe_s": (0.0, 10**8),
+    "learning.rescore_page_size": (1, 100_000),
+    "learning.rescore_min_age_s": (0.0, 10**8),
+    "learning.rescore_backoff_after": (0, 1000),
+    "learning.rescore_backoff_base_s": (0.0, 10**8),
+    "learning.rescore_backoff_max_s": (0.0, 10**8),
 }
 
 #: key path -> allowed string values

@@ -17,6 +17,7 @@ from typing import Any
 
 from stratamem.core.ids import new_id, now_ms
 from stratamem.core.learning import repair as repair_mod
+from stratamem.core.learning import rescore
 from stratamem.core.learning.context import LearningContext
 from stratamem.core.learning.experiences import feedback_experience
 from stratamem.core.learning.feedback import classify_feedback, implicit_feedback
@@ -42,12 +43,22 @@ class Learner:
         self._windows: dict[str, asyncio.TimerHandle | None] = {}
         self._reflected: set[str] = set()
         self._worker: asyncio.Task[None] | None = None
+        self._periodic: asyncio.Task[None] | None = None
         self.failures: list[tuple[str, str]] = []
+        #: epoch-ms clock of the rescoring scan (tests inject one)
+        self.clock: Callable[[], int] = now_ms
+        self._last_scan: int | None = None
+        self._rescoring: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         self._worker = asyncio.create_task(self._run(), name="stratamem-learning")
         self._enqueue("recover", self._recover)
+        interval = float(self.ctx.cfg("learning", "rescore_interval_s"))
+        if interval > 0 and bool(self.ctx.cfg("session", "auto_recovery")):
+            self._periodic = asyncio.create_task(
+                self._rescan_every(interval), name="stratamem-rescore"
+            )
 
     async def _recover(self) -> None:
         """memos-core §5.10 (start-up part): closed full-mode episodes with traces that were never
@@ -71,6 +82,10 @@ class Learner:
             if h is not None:
                 h.cancel()
         self._windows.clear()
+        if self._periodic is not None:
+            self._periodic.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._periodic
         if self._worker is not None:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -166,6 +181,102 @@ class Learner:
         await run_skills(self.ctx, owner)
         await lifecycle_tick(self.ctx)
 
+    # -- periodic rescoring of dirty episodes (memos-core §5.10) ------------------------------
+    async def _rescan_every(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.rescan()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the next scan tries again
+                log.warning("learning.rescan_failed", error=str(exc))
+
+    async def rescan(self, *, force: bool = False) -> list[str]:
+        """Queue a rescore of every dirty closed episode whose back-off has passed. Scans closer
+        than ``rescore_dedupe_s`` to the previous one are skipped unless ``force``. Returns the
+        queued episode ids."""
+        now = self.clock()
+        dedupe_ms = float(self.ctx.cfg("learning", "rescore_dedupe_s")) * 1000
+        if not force and self._last_scan is not None and now - self._last_scan < dedupe_ms:
+            return []
+        self._last_scan = now
+        min_age_ms = float(self.ctx.cfg("learning", "rescore_min_age_s")) * 1000
+        rows = await self.ctx.query(
+            "SELECT id, status, r_task, trace_ids_json, meta_json, ended_at, last_turn_ts"
+            " FROM episodes WHERE status='closed' AND ended_at <= ?"
+            " ORDER BY ended_at DESC LIMIT ?",
+            (int(now - min_age_ms), int(self.ctx.cfg("learning", "rescore_page_size"))),
+        )
+        queued: list[str] = []
+        for r in rows:
+            eid = str(r["id"])
+            if eid in self._rescoring or self._windows.get(eid) is not None:
+                continue  # already queued, or its feedback window is still running
+            reason = rescore.dirty_reason(r)
+            if reason is None or not rescore.due(rescore.meta_of(r), now):
+                continue
+            self._rescoring.add(eid)
+            queued.append(eid)
+            log.info("learning.rescore_queued", episode_id=eid, reason=reason)
+            self._enqueue("rescore", functools.partial(self._rescore, eid, "rescore"))
+        return queued
+
+    def rescore_episode(self, episode_id: str) -> None:
+        """Manual path: rescore now, whatever the back-off says."""
+        self._enqueue(
+            "rescore", functools.partial(self._rescore, episode_id, "manual", manual=True)
+        )
+
+    async def _rescore(self, episode_id: str, trigger: str, *, manual: bool = False) -> None:
+        """Reflect if needed, score, then record the attempt (an automatic failure backs off)."""
+        self._rescoring.discard(episode_id)
+        rows = await self.ctx.query("SELECT meta_json FROM episodes WHERE id=?", (episode_id,))
+        if not rows:
+            return
+        meta = rescore.meta_of(rows[0])
+        marked = bool(meta.get("reward_dirty"))
+        error: Exception | None = None
+        try:
+            if marked:
+                await self.ctx.patch_episode_meta(episode_id, {"reward_dirty": False})
+            if not meta.get("reflected_at") and episode_id not in self._reflected:
+                await self.ctx.applied()
+                traces = await self.ctx.episode_traces(episode_id)
+                if traces:
+                    await reflect_episode(self.ctx, traces)
+                self._reflected.add(episode_id)
+                await self.ctx.patch_episode_meta(episode_id, {"reflected_at": now_ms()})
+            h = self._windows.pop(episode_id, None)
+            if h is not None:
+                h.cancel()
+            await self._reward(episode_id, trigger)
+        except Exception as exc:
+            error = exc
+        after = await self.ctx.query(
+            "SELECT id, status, r_task, trace_ids_json, meta_json, ended_at, last_turn_ts"
+            " FROM episodes WHERE id=?",
+            (episode_id,),
+        )
+        still = rescore.dirty_reason(after[0]) if after else None
+        ok = error is None and still is None
+        if error is not None and marked:
+            await self.ctx.patch_episode_meta(episode_id, {"reward_dirty": True})
+        state = rescore.after_attempt(
+            meta.get("rescore"),
+            ok=ok,
+            manual=manual,
+            now=self.clock(),
+            error=str(error) if error is not None else still,
+            after=int(self.ctx.cfg("learning", "rescore_backoff_after")),
+            base_ms=int(float(self.ctx.cfg("learning", "rescore_backoff_base_s")) * 1000),
+            cap_ms=int(float(self.ctx.cfg("learning", "rescore_backoff_max_s")) * 1000),
+        )
+        if state != meta.get("rescore"):
+            await self.ctx.patch_episode_meta(episode_id, {"rescore": state})
+        if error is not None:
+            raise error
+
     # -- feedback ----------------------------------------------------------------------------
     async def feedback_stored(self, fb: dict[str, Any]) -> None:
         """After ``submit_feedback`` stored a row: experience, then score now (window or re-score)."""
@@ -188,7 +299,9 @@ class Learner:
             meta = json.loads(rows[0]["meta_json"] or "{}")
             if episode_id in self._reflected or meta.get("reflected_at"):
                 eid = str(episode_id)
-                self._enqueue("reward", lambda: self._reward(eid, "explicit_feedback"))
+                self._enqueue(
+                    "reward", lambda: self._rescore(eid, "explicit_feedback", manual=True)
+                )
 
     async def _experience(self, fb: dict[str, Any], fc: Any) -> None:
         r_task = None
