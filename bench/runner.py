@@ -34,7 +34,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--soak-cleanup-s",
         type=int,
         default=None,
-        help="soak with storage.cleanup_older_than_s set to this (default: the shipped 3600)",
+        help="soak with storage.cleanup_older_than_s set to this (default: the shipped value)",
     )
     args = p.parse_args(argv)
     unknown = set(args.only.split(",")) - set(SECTIONS)

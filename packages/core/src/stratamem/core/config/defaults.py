@@ -228,7 +228,7 @@ DEFAULTS: dict[str, Any] = {
         "ann_refine_factor": 5,
         "optimize_interval_s": 300,
         "optimize_after_rows": 500,
-        "cleanup_older_than_s": 3600,
+        "cleanup_older_than_s": 300,
         "sqlite_busy_timeout_ms": 5000,
     },
     "journal": {
