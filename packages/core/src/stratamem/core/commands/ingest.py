@@ -11,7 +11,7 @@ import argparse
 import hashlib
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,6 @@ _KEYS = {"session", "user", "assistant", "ts", "tool_calls", "namespace"}
 @dataclass(frozen=True, slots=True)
 class Line:
     number: int
-    key: str
     turn: TurnInput
     result: TurnResult
 
@@ -114,7 +113,7 @@ def parse_line(number: int, text: str, default_ns: Namespace) -> Line:
         turn_key=key,
         user_text=user,
     )
-    return Line(number, key, turn, result)
+    return Line(number, turn, result)
 
 
 def _progress(done: int, total: int, enabled: bool) -> None:
@@ -146,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 line = parse_line(number, text, default_ns)
                 route = await core.prepare_turn(line.turn)
-                ack = await core.turn_end(_routed(line.result, route.episode_id))
+                ack = await core.turn_end(replace(line.result, episode_id=route.episode_id))
                 ingested += bool(ack.trace_id)
             except (ValueError, StratamemError) as exc:
                 bad += 1
@@ -161,9 +160,3 @@ def run(args: argparse.Namespace) -> int:
         return 1 if bad else 0
 
     return run_async(args, body)
-
-
-def _routed(result: TurnResult, episode_id: str) -> TurnResult:
-    from dataclasses import replace
-
-    return replace(result, episode_id=episode_id)
