@@ -33,6 +33,18 @@ def _vec(name: str, dim: int) -> pa.Field:
     return pa.field(name, pa.list_(pa.float32(), dim))
 
 
+def _learned_tail(dim: int) -> list[pa.Field]:
+    """Columns every learned layer (policies, world models, skills) ends with."""
+    return [
+        pa.field("created_at", pa.int64()),
+        pa.field("updated_at", pa.int64()),
+        pa.field("edited_at", pa.int64()),
+        pa.field("search_text", pa.string()),
+        *_owner(),
+        _vec("vec", dim),
+    ]
+
+
 def _schema(fields: list[pa.Field], dim: int, model: str) -> pa.Schema:
     return pa.schema(
         fields,
@@ -94,12 +106,7 @@ def policies_schema(dim: int, model: str = "") -> pa.Schema:
             pa.field("source_episode_ids", pa.list_(pa.string())),
             pa.field("source_feedback_ids", pa.list_(pa.string())),
             pa.field("source_trace_ids", pa.list_(pa.string())),
-            pa.field("created_at", pa.int64()),
-            pa.field("updated_at", pa.int64()),
-            pa.field("edited_at", pa.int64()),
-            pa.field("search_text", pa.string()),
-            *_owner(),
-            _vec("vec", dim),
+            *_learned_tail(dim),
         ],
         dim,
         model,
@@ -119,12 +126,7 @@ def world_models_schema(dim: int, model: str = "") -> pa.Schema:
             pa.field("confidence", pa.float32()),
             pa.field("version", pa.int64()),
             pa.field("status", pa.string()),
-            pa.field("created_at", pa.int64()),
-            pa.field("updated_at", pa.int64()),
-            pa.field("edited_at", pa.int64()),
-            pa.field("search_text", pa.string()),
-            *_owner(),
-            _vec("vec", dim),
+            *_learned_tail(dim),
         ],
         dim,
         model,
@@ -151,12 +153,7 @@ def skills_schema(dim: int, model: str = "") -> pa.Schema:
             pa.field("version", pa.int64()),
             pa.field("usage_count", pa.int64()),
             pa.field("last_used_at", pa.int64()),
-            pa.field("created_at", pa.int64()),
-            pa.field("updated_at", pa.int64()),
-            pa.field("edited_at", pa.int64()),
-            pa.field("search_text", pa.string()),
-            *_owner(),
-            _vec("vec", dim),
+            *_learned_tail(dim),
         ],
         dim,
         model,
