@@ -227,8 +227,29 @@ def test_cron_steps_ranges_lists_and_weekdays() -> None:
     assert parse_cron("0 0 * * 7").matches(dt.datetime(2026, 3, 1))  # 7 is Sunday too
 
 
+def test_cron_follows_debian_cron_names_and_last_day() -> None:
+    assert parse_cron("30 6 * * MON-FRI").matches(dt.datetime(2026, 3, 2, 6, 30))  # Monday
+    assert not parse_cron("30 6 * * MON-FRI").matches(dt.datetime(2026, 3, 1, 6, 30))  # Sunday
+    month_end = parse_cron("0 23 L * *")
+    assert month_end.next_after(dt.datetime(2026, 2, 1)) == dt.datetime(2026, 2, 28, 23, 0)
+    aware = dt.datetime(2026, 3, 1, 2, 0, 30, tzinfo=dt.UTC)
+    assert parse_cron("0 2 * * *").matches(aware)
+    assert parse_cron("0 2 * * *").next_after(aware) == dt.datetime(2026, 3, 2, 2, 0, tzinfo=dt.UTC)
+
+
 @pytest.mark.parametrize(
-    "bad", ["", "* * * *", "60 * * * *", "* 24 * * *", "a b c d e", "*/0 * * * *", "5-1 * * * *"]
+    "bad",
+    [
+        "",
+        "* * * *",
+        "60 * * * *",
+        "* 24 * * *",
+        "a b c d e",
+        "*/0 * * * *",
+        "5-1 * * * *",
+        "0 0 30 2 *",
+        "0 * * * * *",
+    ],
 )
 def test_bad_cron_expressions_are_invalid_argument(bad: str) -> None:
     with pytest.raises(StratamemError) as err:
