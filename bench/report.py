@@ -439,6 +439,10 @@ def render(res: dict[str, Any]) -> str:
             + f". turn_start on this set: median {q['turn_start_ms_default']['median']} ms, "
             f"p95 {q['turn_start_ms_default']['p95']} ms.",
         ]
+    if res.get("locomo"):
+        from bench.locomo import render as render_locomo
+
+        lines += ["", render_locomo(res["locomo"]).rstrip()]
     if res.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in res["notes"]]
     return "\n".join(lines) + "\n"

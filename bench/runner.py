@@ -36,6 +36,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="soak with storage.cleanup_older_than_s set to this (default: the shipped value)",
     )
+    p.add_argument(
+        "--locomo-data",
+        type=Path,
+        default=None,
+        help="LoCoMo json (default: $STRATAMEM_LOCOMO or shared/data/locomo-dev.json beside the repo)",
+    )
     args = p.parse_args(argv)
     unknown = set(args.only.split(",")) - set(SECTIONS)
     if unknown:
@@ -118,6 +124,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         _log(f"quality: {len(data.turns())} turns, {len(data.questions)} questions")
         res["quality"] = await run_quality(embedder, data)
+    if "locomo" in only:
+        from bench.locomo import default_data_path, run_locomo
+
+        path = args.locomo_data or default_data_path(ROOT)
+        _log(f"locomo: {path or 'data absent'}")
+        res["locomo"] = await run_locomo(
+            embedder, path, max_convs=size.locomo_convs, max_questions=size.locomo_questions
+        )
+        if "skipped" in res["locomo"]:
+            notes.append(res["locomo"]["skipped"])
     res["load_avg_end"] = machine.load_average()
     res["notes"] = notes
     return res

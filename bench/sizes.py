@@ -20,10 +20,13 @@ class Size:
     personas: int
     sessions_per_persona: int
     questions_per_kind: int
+    #: LoCoMo: conversations (0 = all) and questions per category and conversation (0 = all)
+    locomo_convs: int = 0
+    locomo_questions: int = 0
 
 
 SIZES = {
-    "small": Size((1_000, 10_000), 23, 3, 60, 300, 2_000, 100, 1_000, 250, 3, 12, 2),
+    "small": Size((1_000, 10_000), 23, 3, 60, 300, 2_000, 100, 1_000, 250, 3, 12, 2, 1, 3),
     "standard": Size((10_000, 100_000), 43, 3, 150, 1_000, 10_000, 300, 10_000, 1_000, 6, 40, 4),
     "full": Size(
         (10_000, 100_000, 1_000_000), 43, 3, 150, 1_000, 10_000, 300, 10_000, 1_000, 6, 40, 4
@@ -31,4 +34,4 @@ SIZES = {
 }
 #: sizes at and above this also get the ANN phase (forced below the production threshold)
 ANN_PHASE_MIN_ROWS = 10_000
-SECTIONS = ("scaling", "capture", "grpc", "soak", "quality")
+SECTIONS = ("scaling", "capture", "grpc", "soak", "quality", "locomo")

@@ -1,0 +1,89 @@
+"""The LoCoMo harness parses the release format into the metric's memories and questions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.locomo import load, parse_conversation, pick, render, run_locomo, score
+
+RAW = {
+    "sample_id": "conv-x",
+    "conversation": {
+        "speaker_a": "Ann",
+        "speaker_b": "Bob",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat."},
+            {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!", "blip_caption": "a grey cat"},
+            {"speaker": "Ann", "dia_id": "D1:3", "text": "Her name is Mia."},
+        ],
+        "session_2_date_time": "10:00 am on 2 June, 2023",
+        "session_2": [
+            {"speaker": "Bob", "dia_id": "D2:1", "text": "I ran a marathon."},
+            {"speaker": "Ann", "dia_id": "D2:2", "text": "Wow."},
+        ],
+    },
+    "qa": [
+        {
+            "question": "What is the cat called?",
+            "answer": "Mia",
+            "evidence": ["D1:3"],
+            "category": 4,
+        },
+        {"question": "Pets and races?", "answer": "x", "evidence": ["D1:1; D2:1"], "category": 1},
+        {"question": "Ghost?", "answer": "x", "evidence": ["D9:9"], "category": 2},
+        {
+            "question": "What did Bob paint?",
+            "adversarial_answer": "x",
+            "evidence": [],
+            "category": 5,
+        },
+    ],
+}
+
+
+def test_one_memory_per_pair_of_turns_within_a_session_with_speaker_and_date() -> None:
+    c = parse_conversation(RAW)
+    assert [m.dia_ids for m in c.memories] == [("D1:1", "D1:2"), ("D1:3",), ("D2:1", "D2:2")]
+    first = c.memories[0]
+    assert first.user_text == "Ann: I adopted a cat."
+    assert first.agent_text == "Bob: Nice! [shares a photo: a grey cat]"
+    assert first.ts < c.memories[2].ts < c.ask_ts
+    assert c.memories[1].agent_text == ""
+
+
+def test_questions_map_evidence_to_memories_and_skip_missing_evidence() -> None:
+    c = parse_conversation(RAW)
+    by_text = {q.text: q for q in c.questions}
+    assert by_text["What is the cat called?"].gold == ("conv-x#1",)
+    assert by_text["Pets and races?"].gold == ("conv-x#0", "conv-x#2")  # "D1:1; D2:1" split
+    assert "Ghost?" not in by_text  # evidence names no existing turn
+    assert (
+        by_text["What did Bob paint?"].gold == () and by_text["What did Bob paint?"].category == 5
+    )
+
+
+def test_score_is_all_evidence_for_recall_and_any_for_hit() -> None:
+    qs = [q for q in parse_conversation(RAW).questions]
+    ranked = {q.id: {"ranked": ["conv-x#0", "conv-x#1"], "ms": 1.0} for q in qs}
+    s = score(qs, {"x": ranked})["x"]
+    assert s["all"]["R@10"] == 0.5  # the two-evidence question misses conv-x#2
+    assert s["all"]["hit@10"] == 1.0
+    assert s["all"]["MRR@10"] == 0.75  # 1/2 and 1/1
+    assert s["abstention_cat5"] == 0.0
+
+
+def test_pick_keeps_every_category_at_smoke_size(tmp_path: Path) -> None:
+    import json
+
+    p = tmp_path / "d.json"
+    p.write_text(json.dumps([RAW, {**RAW, "sample_id": "conv-y"}]))
+    convs = pick(load(p), 1, 1)
+    assert [c.id for c in convs] == ["conv-x"]
+    assert sorted(q.category for q in convs[0].questions) == [1, 4, 5]
+
+
+async def test_absent_data_is_reported_not_failed(tmp_path: Path) -> None:
+    res = await run_locomo(None, tmp_path / "missing.json")
+    assert "not found" in res["skipped"]
+    assert "Skipped" in render(res)
