@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from stratamem.contract.errors import StratamemError
+from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.llm.base import LlmProvider, Message
 from stratamem.core.telemetry import get_logger
 
@@ -46,9 +46,12 @@ async def complete_json(
     temperature: float = 0.0,
     max_tokens: int | None = None,
     timeout_s: float | None = None,
+    raise_timeout: bool = False,
 ) -> dict[str, Any] | None:
     """At most ``1 + retries`` calls. ``validate`` returning False or raising ValueError/KeyError/
-    TypeError marks an answer malformed. Provider errors end the attempt with ``None`` at once."""
+    TypeError marks an answer malformed. Provider errors end the attempt with ``None`` at once;
+    with ``raise_timeout`` a provider timeout raises ``TimeoutError`` instead, so a caller racing a
+    deadline sees the same outcome whichever of the two timers fires first."""
     if provider is None:
         return None
     convo = list(messages)
@@ -62,6 +65,8 @@ async def complete_json(
                 timeout_s=timeout_s,
             )
         except StratamemError as err:
+            if raise_timeout and err.code == ErrorCode.LLM_TIMEOUT:
+                raise TimeoutError(str(err)) from err
             log.info(
                 "llm.json_failed", provider=provider.name, code=err.code.value, attempt=attempt + 1
             )

@@ -171,6 +171,8 @@ async def llm_filter(
                 validate=valid,
                 max_tokens=output_budget(n),
                 timeout_s=call_s,
+                # the client's own timeout (call cap or deadline) is a time-out too, not a failure
+                raise_timeout=True,
             ),
             # the whole filter (retries included) ends with the retrieval deadline
             remaining_s,
