@@ -206,3 +206,17 @@ def test_contract_sdist_carries_the_protos_and_builds_a_wheel_from_itself(
         assert f"stratamem/v1/{stem}_pb2.py" in files
         assert f"stratamem/v1/{stem}_pb2.pyi" in files
         assert f"stratamem/v1/{stem}_pb2_grpc.py" in files
+
+
+#: modules that only tests use: they live with the tests, never in a wheel users install
+TEST_ONLY = ("stub_server", "conftest", "_fakes", "/tests/")
+
+
+def test_no_wheel_ships_a_test_helper(wheelhouse: Path) -> None:
+    wheels = sorted(wheelhouse.glob("stratamem_*.whl"))
+    assert len(wheels) == len(OURS)
+    shipped = {
+        w.name: [n for n in zipfile.ZipFile(w).namelist() if any(t in n for t in TEST_ONLY)]
+        for w in wheels
+    }
+    assert shipped == {w.name: [] for w in wheels}

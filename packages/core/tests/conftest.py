@@ -5,7 +5,9 @@ OTel allows ``set_tracer_provider`` once per process, so it happens here; tests 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from opentelemetry import trace
@@ -13,6 +15,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+# test-only helpers (stub_server, learning_stub) live beside the tests, never in the core wheel
+sys.path.insert(0, str(Path(__file__).parent))
 
 SPAN_EXPORTER = InMemorySpanExporter()
 _provider = TracerProvider(resource=Resource.create({"service.name": "stratamem-tests"}))

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from stub_server import StubAnswer
+
 from stratamem.core.learning.prompts import task_of
-from stratamem.core.llm.stub_server import StubAnswer
 
 
 def payload_of(body: Any) -> dict[str, Any]:

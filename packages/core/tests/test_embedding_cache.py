@@ -6,10 +6,10 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
+from stub_server import StubOpenAIServer
 
 from stratamem.core.embedding import CachedEmbedder, Vectors, cache_key, embedder_factories
 from stratamem.core.embedding.remote import OpenAICompatibleEmbedder
-from stratamem.core.llm.stub_server import StubOpenAIServer
 
 
 @pytest.fixture

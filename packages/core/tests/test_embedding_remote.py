@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from stub_server import StubAnswer, StubOpenAIServer, fake_vector
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.embedding import load_embedder
 from stratamem.core.embedding.remote import OpenAICompatibleEmbedder
-from stratamem.core.llm.stub_server import StubAnswer, StubOpenAIServer, fake_vector
 
 
 @pytest.fixture

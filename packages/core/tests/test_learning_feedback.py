@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from stub_server import StubOpenAIServer
 
 from stratamem.contract.dtos import (
     FeedbackInput,
@@ -21,7 +22,6 @@ from stratamem.contract.dtos import (
 from stratamem.core import open_core
 from stratamem.core.learning.feedback import classify_feedback, implicit_feedback
 from stratamem.core.learning.mode import resolve_mode
-from stratamem.core.llm.stub_server import StubOpenAIServer
 
 NS = Namespace(agent_kind="hermes")
 

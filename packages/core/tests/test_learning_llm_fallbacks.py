@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stub_server import StubAnswer, StubOpenAIServer
 
 from stratamem.contract.dtos import FeedbackInput, Namespace, TurnInput, TurnResult
 from stratamem.core import open_core
 from stratamem.core.learning.prompts import task_of
-from stratamem.core.llm.stub_server import StubAnswer, StubOpenAIServer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from learning_stub import answer, payload_of

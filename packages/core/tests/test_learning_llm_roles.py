@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stub_server import StubOpenAIServer
 
 from stratamem.contract.dtos import ListQuery, Namespace
 from stratamem.core import open_core
@@ -16,7 +17,6 @@ from stratamem.core.config import defaults
 from stratamem.core.embedding import load_embedder
 from stratamem.core.learning.prompts import task_of
 from stratamem.core.llm.roles import load_role_llm
-from stratamem.core.llm.stub_server import StubOpenAIServer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from learning_stub import handler

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stub_server import StubOpenAIServer
 
 from stratamem.contract.dtos import (
     FeedbackInput,
@@ -25,7 +26,6 @@ from stratamem.contract.dtos import (
 from stratamem.core import open_core
 from stratamem.core.config import defaults
 from stratamem.core.embedding import load_embedder
-from stratamem.core.llm.stub_server import StubOpenAIServer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from learning_stub import handler

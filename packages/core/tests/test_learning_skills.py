@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stub_server import StubAnswer, StubOpenAIServer
 
 from stratamem.contract.dtos import (
     FeedbackInput,
@@ -22,7 +23,6 @@ from stratamem.contract.dtos import (
 )
 from stratamem.core import open_core
 from stratamem.core.learning.skills import run_skills, verify
-from stratamem.core.llm.stub_server import StubAnswer, StubOpenAIServer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from learning_stub import answer, payload_of

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from stub_server import StubAnswer, StubOpenAIServer
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.llm import (
@@ -21,7 +22,6 @@ from stratamem.core.llm import (
     load_llm,
     register_host_llm,
 )
-from stratamem.core.llm.stub_server import StubAnswer, StubOpenAIServer
 
 MSGS = [{"role": "user", "content": "summarise"}]
 

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from stub_server import StubAnswer, StubOpenAIServer
 
 from stratamem.core.llm import OpenAICompatibleLlm, complete_json, parse_json_object
-from stratamem.core.llm.stub_server import StubAnswer, StubOpenAIServer
 
 MSGS = [{"role": "user", "content": "classify"}]
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from stub_server import StubAnswer, StubOpenAIServer
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.llm import (
@@ -18,7 +19,6 @@ from stratamem.core.llm import (
     llm_factories,
     load_llm,
 )
-from stratamem.core.llm.stub_server import StubAnswer, StubOpenAIServer
 
 MSGS = [{"role": "system", "content": "Answer in JSON."}, {"role": "user", "content": "hi"}]
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stub_server import StubAnswer, StubOpenAIServer
 
 from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK, TurnInput, TurnResult
 from stratamem.core import open_core
-from stratamem.core.llm.stub_server import StubAnswer, StubOpenAIServer
 from stratamem.core.retrieval.llm_filter import TASK, output_budget, safe_cutoff
 
 NS = Namespace(agent_kind="hermes")

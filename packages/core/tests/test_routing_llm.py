@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from stub_server import StubAnswer, StubOpenAIServer
 
 from stratamem.core.capture import summarise
 from stratamem.core.llm.openai_compatible import OpenAICompatibleLlm
-from stratamem.core.llm.stub_server import StubAnswer, StubOpenAIServer
 from stratamem.core.routing import classify_intent_async, classify_relation_async
 
 PREV = "Set up the billing database"

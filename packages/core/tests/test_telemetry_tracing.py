@@ -10,10 +10,10 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
+from stub_server import StubAnswer, StubOpenAIServer
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.llm import OpenAICompatibleLlm
-from stratamem.core.llm.stub_server import StubAnswer, StubOpenAIServer
 from stratamem.core.telemetry import configure_tracing, span
 
 
