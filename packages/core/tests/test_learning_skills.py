@@ -23,12 +23,13 @@ from stratamem.contract.dtos import (
 )
 from stratamem.core import open_core
 from stratamem.core.learning.skills import run_skills, verify
+from stratamem.core.storage.ownership import Scope
 
 sys.path.insert(0, str(Path(__file__).parent))
 from learning_stub import answer, payload_of
 
 NS = Namespace(agent_kind="hermes")
-OWNER = "owner_agent_kind = 'hermes' AND owner_profile_id = 'default'"
+OWNER = Scope.owned(Namespace(agent_kind="hermes", profile_id="default"))
 
 
 def now() -> int:

@@ -17,15 +17,11 @@ from stratamem.core.config.defaults import DEFAULTS
 from stratamem.core.learning import prompts
 from stratamem.core.llm import background_llm, complete_json
 from stratamem.core.llm.roles import role_llms
-from stratamem.core.storage.lance import ids_where
+from stratamem.core.storage.ownership import Scope, ids_where, owner_namespace
 from stratamem.core.telemetry import get_logger, span
 
 T = TypeVar("T")
 log = get_logger("learning")
-
-
-def q(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 class LearningContext:
@@ -76,22 +72,34 @@ class LearningContext:
         """Wait until every acknowledged turn is in LanceDB (learning reads stored rows only)."""
         await self.core.journal.drain(30.0)
 
-    async def rows(self, table: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+    # Every read states whose rows it may see (``storage.ownership.Scope``): learning reads one
+    # owner's rows at a time and never mixes two owners' rows into one prompt or layer.
+    async def rows(self, table: str, ids: Sequence[str], scope: Scope) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for i in range(0, len(ids), 200):
-            out += await self.core.store.get_rows(table, list(ids[i : i + 200]))
+            out += await self.core.store.get_rows(table, list(ids[i : i + 200]), scope.where)
         return out
 
-    async def scan(self, table: str, where: str, limit: int = 10_000) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = await self.core.store.scan(table, where, limit)
+    async def scan(
+        self, table: str, scope: Scope, where: str | None = None, limit: int = 10_000
+    ) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = await self.core.store.scan(
+            table, scope.where_and(where), limit
+        )
         return rows
 
     async def nearest(
-        self, table: str, column: str, vec: Sequence[float], where: str, limit: int
+        self,
+        table: str,
+        column: str,
+        vec: Sequence[float],
+        scope: Scope,
+        where: str | None,
+        limit: int,
     ) -> list[tuple[dict[str, Any], float]]:
         """(row, cosine) nearest first."""
         got = await self.core.store.vector_search(
-            table, column, np.asarray(vec, dtype=np.float32), where, limit
+            table, column, np.asarray(vec, dtype=np.float32), scope.where_and(where), limit
         )
         return [(r, 1.0 - float(r.get("_distance") or 0.0)) for r in got]
 
@@ -103,19 +111,36 @@ class LearningContext:
         async with self.core.journal.write_lock:
             await self.core.store.upsert(table, list(rows))
 
+    async def episode_owner(self, episode_id: str) -> Scope | None:
+        """Rows owned by the episode's owner (None when the episode does not exist)."""
+        ep = await self.query(
+            "SELECT owner_agent_kind, owner_profile_id, owner_workspace_id FROM episodes WHERE id=?",
+            (episode_id,),
+        )
+        return Scope.owned(owner_namespace(dict(ep[0]))) if ep else None
+
+    async def session_owner(self, session_id: str) -> Scope | None:
+        """Rows owned by the session's owner (None when the session does not exist)."""
+        s = await self.query(
+            "SELECT owner_agent_kind, owner_profile_id, owner_workspace_id FROM sessions WHERE id=?",
+            (session_id,),
+        )
+        return Scope.owned(owner_namespace(dict(s[0]))) if s else None
+
     async def episode_traces(self, episode_id: str) -> list[dict[str, Any]]:
-        """The episode's stored trace rows in chronological order."""
-        ep = await self.query("SELECT trace_ids_json FROM episodes WHERE id=?", (episode_id,))
+        """The episode's stored trace rows (its owner's only) in chronological order."""
+        ep = await self.query(
+            "SELECT trace_ids_json, owner_agent_kind, owner_profile_id, owner_workspace_id"
+            " FROM episodes WHERE id=?",
+            (episode_id,),
+        )
         if not ep:
             return []
         ids = json.loads(ep[0]["trace_ids_json"] or "[]")
-        rows = await self.rows("traces", ids)
+        rows = await self.rows("traces", ids, Scope.owned(owner_namespace(dict(ep[0]))))
         order = {t: i for i, t in enumerate(ids)}
         rows.sort(key=lambda r: (int(r.get("ts") or 0), order.get(r["id"], 0)))
         return rows
-
-    async def traces_where(self, where: str, limit: int = 1000) -> list[dict[str, Any]]:
-        return await self.scan("traces", where, limit)
 
     @staticmethod
     def ids_where(ids: Sequence[str]) -> str:

@@ -8,8 +8,9 @@ import json
 from typing import Any
 
 from stratamem.core.ids import new_id, now_ms
-from stratamem.core.learning.context import LearningContext, q
+from stratamem.core.learning.context import LearningContext
 from stratamem.core.learning.feedback import FeedbackClass
+from stratamem.core.storage.ownership import Scope
 
 #: shapes that say what to do (a bare "that failed" judges, it does not instruct)
 ACTIONABLE = frozenset({"preference", "correction", "constraint", "instruction"})
@@ -33,10 +34,7 @@ async def feedback_experience(
         return None
     etype, polarity = TYPES[fc.shape]
     vec = await ctx.embed(text)
-    owner = (
-        f"owner_agent_kind = {q(str(fb['owner_agent_kind']))} AND "
-        f"owner_profile_id = {q(str(fb['owner_profile_id']))}"
-    )
+    owner = Scope.of_row(fb)
     prefer = (
         [fc.prefer]
         if fc.prefer
@@ -48,7 +46,7 @@ async def feedback_experience(
     ts = now_ms()
     if vec is not None:
         try:
-            near = await ctx.nearest("policies", "vec", vec, f"status <> 'archived' AND {owner}", 5)
+            near = await ctx.nearest("policies", "vec", vec, owner, "status <> 'archived'", 5)
         except Exception:
             near = []
         for p, cos in near:

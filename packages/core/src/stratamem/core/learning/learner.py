@@ -26,6 +26,7 @@ from stratamem.core.learning.reflect import reflect_episode
 from stratamem.core.learning.reward import score_episode
 from stratamem.core.learning.skills import lifecycle_tick, record_trial, resolve_trials, run_skills
 from stratamem.core.learning.world_models import run_l3
+from stratamem.core.storage.ownership import Scope
 from stratamem.core.telemetry import get_logger, span
 
 log = get_logger("learning")
@@ -171,10 +172,7 @@ class Learner:
         traces = await self.ctx.episode_traces(episode_id)
         if not traces:
             return
-        owner = (
-            f"owner_agent_kind = '{str(traces[0]['owner_agent_kind']).replace(chr(39), chr(39) * 2)}' AND "
-            f"owner_profile_id = '{str(traces[0]['owner_profile_id']).replace(chr(39), chr(39) * 2)}'"
-        )
+        owner = Scope.of_row(traces[0])
         l2 = await run_l2(self.ctx, episode_id, traces)
         if l2.induced or l2.activated or l2.updated:
             await run_l3(self.ctx, owner)
@@ -285,7 +283,10 @@ class Learner:
         self._enqueue("experience", lambda: self._experience(fb, fc))
         if fb.get("raw") and isinstance(fb["raw"], dict) and fb["raw"].get("skill_id"):
             self._enqueue(
-                "skill_thumb", lambda: self._skill_thumb(str(fb["raw"]["skill_id"]), fb["polarity"])
+                "skill_thumb",
+                lambda: self._skill_thumb(
+                    str(fb["raw"]["skill_id"]), fb["polarity"], Scope.of_row(fb)
+                ),
             )
         if not episode_id:
             return
@@ -319,10 +320,10 @@ class Learner:
                 }
         await feedback_experience(self.ctx, fb, fc, r_task)
 
-    async def _skill_thumb(self, skill_id: str, polarity: str) -> None:
+    async def _skill_thumb(self, skill_id: str, polarity: str, owner: Scope) -> None:
         from stratamem.core.learning.eta import EtaState, apply_thumb
 
-        got = await self.ctx.rows("skills", [skill_id])
+        got = await self.ctx.rows("skills", [skill_id], owner)
         if not got or polarity == "neutral":
             return
         s = got[0]
@@ -417,12 +418,11 @@ class Learner:
         rep = await repair_mod.run_repair(self.ctx, session_id, tool)
         if rep is None or not rep.policy_ids:
             return
-        rows = await self.ctx.rows("policies", list(rep.policy_ids))
-        for p in rows:  # guidance changed: rebuild the policy's skill with the repair hints
-            owner = (
-                f"owner_agent_kind = '{str(p['owner_agent_kind']).replace(chr(39), chr(39) * 2)}' AND "
-                f"owner_profile_id = '{str(p['owner_profile_id']).replace(chr(39), chr(39) * 2)}'"
-            )
+        owner = await self.ctx.session_owner(session_id)
+        if owner is None:
+            return
+        for p in await self.ctx.rows("policies", list(rep.policy_ids), owner):
+            # guidance changed: rebuild the policy's skill with the repair hints
             await run_skills(self.ctx, owner, hint=str(p["id"]))
 
     async def repair_packet(self, session_id: str) -> str:

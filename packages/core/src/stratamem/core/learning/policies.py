@@ -14,10 +14,11 @@ from typing import Any
 
 from stratamem.core.ids import new_id, now_ms
 from stratamem.core.learning import prompts
-from stratamem.core.learning.context import LearningContext, centroid, q, vec_of
+from stratamem.core.learning.context import LearningContext, centroid, vec_of
 from stratamem.core.learning.gain import raw_gain, update_gain
 from stratamem.core.learning.signature import tool_names, trace_signature
 from stratamem.core.learning.similarity import dice, same_text
+from stratamem.core.storage.ownership import Scope
 
 DAY_MS = 86_400_000
 LIVE = "status IN ('active', 'candidate')"
@@ -30,13 +31,6 @@ class L2Result:
     updated: list[str] = field(default_factory=list)
     activated: list[str] = field(default_factory=list)
     skipped_reason: str | None = None
-
-
-def _owner_ns_where(row: dict[str, Any]) -> str:
-    return (
-        f"owner_agent_kind = {q(str(row['owner_agent_kind']))} AND "
-        f"owner_profile_id = {q(str(row['owner_profile_id']))}"
-    )
 
 
 async def policy_signatures(ctx: LearningContext, policy_ids: list[str]) -> dict[str, set[str]]:
@@ -80,10 +74,10 @@ def signature_score(cos: float, trace_sig: str, policy_sigs: set[str], bonus: fl
 
 
 async def _neighbours(
-    ctx: LearningContext, vec: list[float], owner_where: str, limit: int
+    ctx: LearningContext, vec: list[float], owner: Scope, limit: int
 ) -> list[tuple[dict[str, Any], float]]:
     try:
-        return await ctx.nearest("policies", "vec", vec, f"{LIVE} AND {owner_where}", limit)
+        return await ctx.nearest("policies", "vec", vec, owner, LIVE, limit)
     except Exception:
         return []
 
@@ -111,7 +105,8 @@ async def run_l2(ctx: LearningContext, episode_id: str, traces: list[dict[str, A
     if not eligible:
         res.skipped_reason = "no_eligible_traces"
         return res
-    owner_where = _owner_ns_where(eligible[0])
+    owner = Scope.of_row(eligible[0])  # one owner per run: nothing of another profile joins in
+    eligible = [t for t in eligible if owner.accepts(t)]
     now = now_ms()
     links: list[tuple[str, str, str, float]] = []
     unmatched: list[dict[str, Any]] = []
@@ -119,7 +114,7 @@ async def run_l2(ctx: LearningContext, episode_id: str, traces: list[dict[str, A
     for t in eligible:
         vec = vec_of(t)
         assert vec is not None
-        near = await _neighbours(ctx, vec, owner_where, top_k)
+        near = await _neighbours(ctx, vec, owner, top_k)
         sigs = await policy_signatures(ctx, [str(p["id"]) for p, _ in near])
         sig = trace_signature(t)
         scored = [
@@ -158,21 +153,24 @@ async def run_l2(ctx: LearningContext, episode_id: str, traces: list[dict[str, A
 
     if unmatched:
         await ctx.sql(pool_add)
-    await _induce_ready_buckets(ctx, res, owner_where)
+    await _induce_ready_buckets(ctx, res, owner)
     touched = sorted({*res.associated, *res.induced})
     for pid in touched:
         await update_policy_gain(
-            ctx, pid, episode_id, new_support=len(res.associated.get(pid, [])), res=res
+            ctx, pid, episode_id, new_support=len(res.associated.get(pid, [])), res=res, owner=owner
         )
-    await sweep_candidates(ctx, owner_where, set(touched), res)
+    await sweep_candidates(ctx, owner, set(touched), res)
     return res
 
 
-async def _induce_ready_buckets(ctx: LearningContext, res: L2Result, owner_where: str) -> None:
+async def _induce_ready_buckets(ctx: LearningContext, res: L2Result, owner: Scope) -> None:
+    """Buckets of the owner's own pooled traces (the pool row's episode says whose it is): another
+    profile's traces neither make a bucket ready nor reach the prompt."""
     now = now_ms()
     rows = await ctx.query(
-        "SELECT signature, trace_id, episode_id, value FROM l2_candidate_pool"
-        " WHERE promoted_policy_id IS NULL AND expires_at > ?",
+        "SELECT p.signature, p.trace_id, p.episode_id, p.value FROM l2_candidate_pool p"
+        " JOIN episodes e ON e.id = p.episode_id"
+        f" WHERE p.promoted_policy_id IS NULL AND p.expires_at > ? AND {owner.where}",
         (now,),
     )
     buckets: dict[str, list[sqlite3.Row]] = defaultdict(list)
@@ -185,10 +183,9 @@ async def _induce_ready_buckets(ctx: LearningContext, res: L2Result, owner_where
     for sig, bucket in ready:
         evidence = [
             t
-            for t in await ctx.rows("traces", [r["trace_id"] for r in bucket])
+            for t in await ctx.rows("traces", [r["trace_id"] for r in bucket], owner)
             if vec_of(t) is not None
         ]
-        evidence = [t for t in evidence if _same_owner(t, owner_where)]
         if not evidence:
             continue
         # (a) an existing policy already covers this bucket: promote into it, no LLM
@@ -197,7 +194,7 @@ async def _induce_ready_buckets(ctx: LearningContext, res: L2Result, owner_where
             vec = vec_of(t)
             assert vec is not None
             near = await _neighbours(
-                ctx, vec, owner_where, int(ctx.cfg("l2_induction", "duplicate_top_k"))
+                ctx, vec, owner, int(ctx.cfg("l2_induction", "duplicate_top_k"))
             )
             hit = next((p for p, c in near if c >= min_sim), None)
             if hit is not None:
@@ -207,15 +204,11 @@ async def _induce_ready_buckets(ctx: LearningContext, res: L2Result, owner_where
             if not ctx.has_llm or not bool(ctx.cfg("l2_induction", "use_llm")):
                 res.skipped_reason = "llm_disabled"
                 continue
-            target = await _induce(ctx, sig, evidence, owner_where, res)
+            target = await _induce(ctx, sig, evidence, owner, res)
             if target is None:
                 continue
         await _promote(ctx, sig, [r["trace_id"] for r in bucket], target, evidence)
         res.associated.setdefault(target, []).extend(str(t["id"]) for t in evidence)
-
-
-def _same_owner(row: dict[str, Any], owner_where: str) -> bool:
-    return f"owner_agent_kind = {q(str(row['owner_agent_kind']))}" in owner_where
 
 
 async def _promote(
@@ -250,7 +243,7 @@ def _payload_trace(t: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _induce(
-    ctx: LearningContext, sig: str, evidence: list[dict[str, Any]], owner_where: str, res: L2Result
+    ctx: LearningContext, sig: str, evidence: list[dict[str, Any]], owner: Scope, res: L2Result
 ) -> str | None:
     best: dict[str, dict[str, Any]] = {}
     for t in evidence:
@@ -272,7 +265,7 @@ async def _induce(
     procedure = str(draft.get("procedure") or draft.get("action") or "").strip()
     title, trigger = str(draft["title"]).strip()[:120], str(draft["trigger"]).strip()
     episodes = sorted({str(t["episode_id"]) for t in evidence})
-    existing = await ctx.scan("policies", f"status <> 'archived' AND {owner_where}", 500)
+    existing = await ctx.scan("policies", owner, "status <> 'archived'", 500)
     for p in existing:
         if _content_duplicate(ctx, p, title, trigger, procedure, draft):
             merged = sorted({*(p.get("source_episode_ids") or []), *episodes})
@@ -362,9 +355,14 @@ def _content_duplicate(
 
 
 async def update_policy_gain(
-    ctx: LearningContext, policy_id: str, episode_id: str, new_support: int, res: L2Result
+    ctx: LearningContext,
+    policy_id: str,
+    episode_id: str,
+    new_support: int,
+    res: L2Result,
+    owner: Scope,
 ) -> None:
-    rows = await ctx.rows("policies", [policy_id])
+    rows = await ctx.rows("policies", [policy_id], owner)
     if not rows:
         return
     p = rows[0]
@@ -420,11 +418,11 @@ async def update_policy_gain(
 
 
 async def sweep_candidates(
-    ctx: LearningContext, owner_where: str, skip: set[str], res: L2Result
+    ctx: LearningContext, owner: Scope, skip: set[str], res: L2Result
 ) -> None:
     min_support = int(ctx.cfg("skill", "min_support"))
     min_gain = float(ctx.cfg("skill", "min_gain"))
-    for p in await ctx.scan("policies", f"status = 'candidate' AND {owner_where}", 500):
+    for p in await ctx.scan("policies", owner, "status = 'candidate'", 500):
         if p["id"] in skip:
             continue
         if int(p.get("support") or 0) >= min_support and float(p.get("gain") or 0) >= min_gain:

@@ -16,10 +16,11 @@ from typing import Any
 
 from stratamem.core.ids import new_id, now_ms
 from stratamem.core.learning import prompts
-from stratamem.core.learning.context import LearningContext, q, vec_of
+from stratamem.core.learning.context import LearningContext, vec_of
 from stratamem.core.learning.feedback import FeedbackClass
 from stratamem.core.learning.signature import action_text, tool_names
 from stratamem.core.retrieval.render import escape_nested
+from stratamem.core.storage.ownership import Scope, quote
 
 _FAILURE = re.compile(r"error|failed|failure|exception|traceback|timeout|retry", re.I)
 DEFAULT_PREFER = "Prefer the path that has worked in this context before."
@@ -126,9 +127,12 @@ async def run_repair(
     )
     if recent and now_ms() - int(recent[0][0]) < cooldown:
         return None
+    owner = await ctx.session_owner(session_id)
+    if owner is None:
+        return None
     await ctx.applied()
     n = int(ctx.cfg("feedback", "repair_evidence_traces"))
-    traces = await ctx.traces_where(f"session_id = {q(session_id)}", 5000)
+    traces = await ctx.scan("traces", owner, f"session_id = {quote(session_id)}", 5000)
     traces.sort(key=lambda t: int(t.get("ts") or 0))
     traces = traces[-n:]
     key = tool.lower()
@@ -157,15 +161,18 @@ async def run_repair(
     )
     policies = []
     if episodes:
-        arr = ", ".join(q(e) for e in episodes)
+        arr = ", ".join(quote(e) for e in episodes)
         policies = await ctx.scan(
             "policies",
+            owner,
             f"status <> 'archived' AND array_has_any(source_episode_ids, make_array({arr}))",
             50,
         )
     seen_ids = {str(p["id"]) for p in policies}
     policies += [
-        p for p in await _near_policies(ctx, low or traces[-1:]) if str(p["id"]) not in seen_ids
+        p
+        for p in await _near_policies(ctx, owner, low or traces[-1:])
+        if str(p["id"]) not in seen_ids
     ]
     prefer, avoid, severity, conf = template(high, low, fc)
     source = "template"
@@ -265,7 +272,7 @@ async def run_repair(
 
 
 async def _near_policies(
-    ctx: LearningContext, traces: list[dict[str, Any]]
+    ctx: LearningContext, owner: Scope, traces: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Policies the failing steps were trying to follow: live policies near their vectors (used
     when no policy shares an episode with the evidence, e.g. a brand-new session)."""
@@ -275,9 +282,8 @@ async def _near_policies(
         vec = vec_of(t)
         if vec is None:
             continue
-        owner = f"owner_agent_kind = {q(str(t['owner_agent_kind']))} AND status = 'active'"
         try:
-            near = await ctx.nearest("policies", "vec", vec, owner, 3)
+            near = await ctx.nearest("policies", "vec", vec, owner, "status = 'active'", 3)
         except Exception:
             continue
         for p, cos in near:

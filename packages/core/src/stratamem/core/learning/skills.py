@@ -16,9 +16,10 @@ from typing import Any
 
 from stratamem.core.ids import new_id, now_ms
 from stratamem.core.learning import prompts
-from stratamem.core.learning.context import LearningContext, cosine, q, vec_of
+from stratamem.core.learning.context import LearningContext, cosine, vec_of
 from stratamem.core.learning.eta import EtaState, apply_trial, initial_eta, trial_outcome
 from stratamem.core.learning.signature import action_text, tool_names
+from stratamem.core.storage.ownership import Scope, quote
 
 _STOP = frozenset(
     [
@@ -141,17 +142,15 @@ def _anchor(p: dict[str, Any]) -> bool:
     )
 
 
-async def run_skills(
-    ctx: LearningContext, owner_where: str, hint: str | None = None
-) -> SkillResult:
+async def run_skills(ctx: LearningContext, owner: Scope, hint: str | None = None) -> SkillResult:
     res = SkillResult()
     min_support = int(ctx.cfg("skill", "min_support"))
     min_gain = float(ctx.cfg("skill", "min_gain"))
-    where = f"status = 'active' AND {owner_where}"
+    where = "status = 'active'"
     if hint:
-        where += f" AND id = {q(hint)}"
-    skills = await ctx.scan("skills", f"status <> 'archived' AND {owner_where}", 1000)
-    for p in await ctx.scan("policies", where, 200):
+        where += f" AND id = {quote(hint)}"
+    skills = await ctx.scan("skills", owner, "status <> 'archived'", 1000)
+    for p in await ctx.scan("policies", owner, where, 200):
         if (
             float(p.get("gain") or 0) < min_gain
             or int(p.get("support") or 0) < min_support
@@ -177,9 +176,14 @@ async def _evidence(
     per = int(ctx.cfg("skill", "evidence_per_episode"))
     w = float(ctx.cfg("skill", "evidence_cos_weight"))
     pool: list[dict[str, Any]] = []
+    owner = Scope.of_row(p)
     for e in p.get("source_episode_ids") or []:
         pool += (await ctx.episode_traces(str(e)))[:per]
-    pool = [t for t in pool if "[REDACTED]" not in f"{t.get('user_text')}{t.get('agent_text')}"]
+    pool = [
+        t
+        for t in pool
+        if owner.accepts(t) and "[REDACTED]" not in f"{t.get('user_text')}{t.get('agent_text')}"
+    ]
     pvec = vec_of(p, "vec")
     scored = sorted(
         pool,
@@ -204,10 +208,14 @@ async def _counter_examples(
     pvec = vec_of(p, "vec")
     if pvec is None:
         return []
-    owner = f"owner_agent_kind = {q(str(p['owner_agent_kind']))} AND value < 0"
     try:
         near = await ctx.nearest(
-            "traces", "vec_summary", pvec, owner, int(ctx.cfg("skill", "counter_examples"))
+            "traces",
+            "vec_summary",
+            pvec,
+            Scope.of_row(p),
+            "value < 0",
+            int(ctx.cfg("skill", "counter_examples")),
         )
     except Exception:
         return []
@@ -326,7 +334,9 @@ async def _crystallize(
         "shared_at": None,
         "vec": vec,
     }
-    wms = await ctx.scan("world_models", "coalesce(status, 'active') <> 'archived'", 500)
+    wms = await ctx.scan(
+        "world_models", Scope.of_row(p), "coalesce(status, 'active') <> 'archived'", 500
+    )
     row["source_world_model_ids"] = sorted(
         {
             *row["source_world_model_ids"],
@@ -351,7 +361,9 @@ async def lifecycle_tick(ctx: LearningContext) -> list[str]:
     """Candidate skills with no decision guidance and η ≥ archive floor become active at once."""
     floor = float(ctx.cfg("skill", "archive_eta"))
     promoted = []
-    for s in await ctx.scan("skills", "status = 'candidate'", 1000):
+    for s in await ctx.scan(
+        "skills", Scope.everything("skills.lifecycle"), "status = 'candidate'", 1000
+    ):
         g = json.loads(s.get("guidance_json") or "{}")
         if not (g.get("preference") or g.get("anti_pattern")) and float(s.get("eta") or 0) >= floor:
             await ctx.update("skills", str(s["id"]), {"status": "active", "updated_at": now_ms()})
@@ -405,9 +417,12 @@ async def resolve_trials(ctx: LearningContext, episode_id: str, reward: float) -
         float(ctx.cfg("skill", "trial_fail_reward")),
     )
     changed = []
+    owner = await ctx.episode_owner(
+        episode_id
+    )  # a trial moves η of the episode owner's skills only
     for r in rows:
-        if outcome != "unknown":
-            got = await ctx.rows("skills", [str(r["skill_id"])])
+        if outcome != "unknown" and owner is not None:
+            got = await ctx.rows("skills", [str(r["skill_id"])], owner)
             if got:
                 s = got[0]
                 st = apply_trial(

@@ -15,6 +15,7 @@ from stratamem.core.ids import new_id, now_ms
 from stratamem.core.learning import prompts
 from stratamem.core.learning.context import LearningContext, centroid, cosine, vec_of
 from stratamem.core.learning.signature import domain_key
+from stratamem.core.storage.ownership import Scope
 
 DAY_MS = 86_400_000
 
@@ -93,7 +94,13 @@ def _union(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[st
     return old + [e for e in new if str(e["label"]).lower() not in seen]
 
 
-async def run_l3(ctx: LearningContext, owner_where: str) -> L3Result:
+def _owner_tag(owner: Scope) -> str:
+    """Cooldown keys per owner: one profile's run never delays another's."""
+    ns = owner.namespace
+    return "" if ns is None else f"{ns.agent_kind}/{ns.profile_id}."
+
+
+async def run_l3(ctx: LearningContext, owner: Scope) -> L3Result:
     res = L3Result()
     if not ctx.has_llm_for("l3.abstract") or not bool(ctx.cfg("l3_abstraction", "use_llm")):
         res.skipped_reason = "llm_disabled"
@@ -102,7 +109,7 @@ async def run_l3(ctx: LearningContext, owner_where: str) -> L3Result:
     min_support = int(ctx.cfg("l3_abstraction", "min_policy_support"))
     pols = [
         p
-        for p in await ctx.scan("policies", f"status = 'active' AND {owner_where}", 500)
+        for p in await ctx.scan("policies", owner, "status = 'active'", 500)
         if float(p.get("gain") or 0) >= min_gain and int(p.get("support") or 0) >= min_support
     ]
     cooldown_ms = float(ctx.cfg("l3_abstraction", "cooldown_days")) * DAY_MS
@@ -111,12 +118,12 @@ async def run_l3(ctx: LearningContext, owner_where: str) -> L3Result:
         int(ctx.cfg("l3_abstraction", "min_policies")),
         float(ctx.cfg("l3_abstraction", "cluster_min_similarity")),
     ):
-        kv_key = f"l3.lastRun.{cl.key.split('|')[0]}"
+        kv_key = f"l3.lastRun.{_owner_tag(owner)}{cl.key.split('|')[0]}"
         if cooldown_ms > 0:
             last = await ctx.kv_get(kv_key)
             if last and now_ms() - int(last) < cooldown_ms:
                 continue
-        await _abstract(ctx, cl, owner_where, res)
+        await _abstract(ctx, cl, owner, res)
         await ctx.kv_set(kv_key, now_ms())
     return res
 
@@ -125,9 +132,10 @@ async def _evidence(ctx: LearningContext, p: dict[str, Any]) -> list[dict[str, A
     per = int(ctx.cfg("l3_abstraction", "trace_evidence_per_policy"))
     cap = int(ctx.cfg("l3_abstraction", "trace_char_cap"))
     pool: list[dict[str, Any]] = []
+    owner = Scope.of_row(p)
     for e in list(p.get("source_episode_ids") or [])[: min(3, per + 1)]:
         pool += (await ctx.episode_traces(str(e)))[:8]
-    pool = [t for t in pool if vec_of(t) is not None]
+    pool = [t for t in pool if vec_of(t) is not None and owner.accepts(t)]
     pool.sort(key=lambda t: -float(t.get("value") or 0))
     return [
         {
@@ -140,7 +148,7 @@ async def _evidence(ctx: LearningContext, p: dict[str, Any]) -> list[dict[str, A
     ]
 
 
-async def _abstract(ctx: LearningContext, cl: Cluster, owner_where: str, res: L3Result) -> None:
+async def _abstract(ctx: LearningContext, cl: Cluster, owner: Scope, res: L3Result) -> None:
     cap = int(ctx.cfg("l3_abstraction", "policy_char_cap"))
     payload: dict[str, Any] = {
         "domain": cl.key,
@@ -156,7 +164,7 @@ async def _abstract(ctx: LearningContext, cl: Cluster, owner_where: str, res: L3
         ],
     }
     existing = await ctx.scan(
-        "world_models", f"coalesce(status, 'active') <> 'archived' AND {owner_where}", 500
+        "world_models", owner, "coalesce(status, 'active') <> 'archived'", 500
     )
     payload["existing_world_models"] = [
         {"id": w["id"], "title": w.get("title")} for w in existing[:20]

@@ -29,7 +29,7 @@ from stratamem.core.ids import new_id, now_ms
 from stratamem.core.retrieval import channels as ch
 from stratamem.core.retrieval.candidates import Candidate, Pool, num, priority_for, unit
 from stratamem.core.retrieval.deadline import Deadline
-from stratamem.core.retrieval.filters import TraceFilter, q, simple_where, visible_context
+from stratamem.core.retrieval.filters import TraceFilter, simple_where, visible_context
 from stratamem.core.retrieval.guidance import collect_guidance
 from stratamem.core.retrieval.llm_filter import FilterResult, llm_filter
 from stratamem.core.retrieval.plan import Plan, make_plan
@@ -47,6 +47,8 @@ from stratamem.core.retrieval.render import (
 from stratamem.core.retrieval.rollups import build_rollups
 from stratamem.core.retrieval.settings import lightweight_of, setting
 from stratamem.core.routing import classify_intent, query_profile, schedule_injection
+from stratamem.core.storage.ownership import ids_where
+from stratamem.core.storage.ownership import quote as q
 from stratamem.core.telemetry import get_logger, span
 
 _log = get_logger("retrieval")
@@ -668,4 +670,4 @@ def _may_have_rows(store: Any, name: str) -> bool:
 
 
 def where_ids(ids: Sequence[str]) -> str:
-    return "id IN (" + ", ".join(q(i) for i in ids) + ")"
+    return ids_where(ids)

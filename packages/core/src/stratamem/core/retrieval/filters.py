@@ -7,14 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from stratamem.contract.dtos import Namespace
-from stratamem.core.storage.rows import visible
-from stratamem.core.storage.visibility import visibility_where
+from stratamem.core.storage.ownership import Scope
+from stratamem.core.storage.ownership import quote as q
 
 MAX_VISIBLE_TEXTS = 128
-
-
-def q(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 def like(term: str) -> str:
@@ -36,7 +32,7 @@ class TraceFilter:
     tags: tuple[str, ...] = ()  # vector channels only
 
     def where(self, *, vector: bool = False, with_tags: bool = False) -> str:
-        parts = [visibility_where(self.namespace)]
+        parts = [Scope.visible(self.namespace or Namespace()).where]
         if not self.include_low_value:
             parts.append("priority > 0")
         if self.session_id is not None:
@@ -62,7 +58,7 @@ class TraceFilter:
     def accepts(
         self, row: Mapping[str, Any], *, vector: bool = False, with_tags: bool = False
     ) -> bool:
-        if not visible(row, self.namespace):
+        if not Scope.visible(self.namespace or Namespace()).accepts(row):
             return False
         if not self.include_low_value and not float(row.get("priority") or 0) > 0:
             return False
@@ -106,4 +102,4 @@ def visible_context(
 
 
 def simple_where(namespace: Namespace | None, extra: Sequence[str] = ()) -> str:
-    return " AND ".join(f"({p})" for p in [visibility_where(namespace), *extra])
+    return Scope.visible(namespace or Namespace()).where_and(*extra)

@@ -25,19 +25,12 @@ import pyarrow as pa
 from lancedb.index import FTS, IvfHnswSq
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.storage.ownership import ids_where as ids_where  # re-export (local.py)
+from stratamem.core.storage.ownership import quote
 from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES
 from stratamem.core.telemetry import get_logger
 
 _log = get_logger("storage")
-
-
-def _q(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def ids_where(ids: Sequence[str]) -> str:
-    """``id IN (...)`` filter for a list of ids (quoted)."""
-    return "id IN (" + ", ".join(_q(i) for i in ids) + ")" if ids else "false"
 
 
 class LanceStore:
@@ -143,7 +136,7 @@ class LanceStore:
         return len(rows)
 
     async def update(self, name: str, row_id: str, values: dict[str, Any]) -> None:
-        await self._tables[name].update(values, where=f"id = {_q(row_id)}")
+        await self._tables[name].update(values, where=f"id = {quote(row_id)}")
 
     async def delete(self, name: str, ids: Sequence[str]) -> None:
         if ids:

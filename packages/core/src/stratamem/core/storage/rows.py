@@ -22,6 +22,7 @@ from stratamem.contract.dtos import (
     WorldModelEntry,
     WorldModelStructure,
 )
+from stratamem.core.storage import ownership
 
 
 def tool_calls_to_json(calls: Sequence[ToolCall]) -> str:
@@ -63,11 +64,7 @@ def owner_of(row: Mapping[str, Any]) -> Ownership:
 
 
 def owner_columns(ns: Namespace) -> dict[str, Any]:
-    return {
-        "owner_agent_kind": ns.agent_kind,
-        "owner_profile_id": ns.profile_id or "default",
-        "owner_workspace_id": ns.workspace_id,
-    }
+    return ownership.owner_columns(ns)
 
 
 def share_of(row: Mapping[str, Any]) -> Share | None:
@@ -78,17 +75,8 @@ def share_of(row: Mapping[str, Any]) -> Share | None:
 
 
 def visible(row: Mapping[str, Any], ns: Namespace | None) -> bool:
-    """Python form of ``visibility_where`` (for rows not yet in LanceDB, e.g. pending journal rows)."""
-    ns = ns or Namespace()
-    kind = row.get("owner_agent_kind") or "unknown"
-    profile = row.get("owner_profile_id") or "default"
-    scope = row.get("share_scope") or "private"
-    return (
-        kind == "unknown"
-        or (kind == ns.agent_kind and profile == (ns.profile_id or "default"))
-        or (scope in ("public", "local") and kind == ns.agent_kind)
-        or scope == "hub"
-    )
+    """``ownership.is_visible`` (for rows not yet in LanceDB, e.g. pending journal rows)."""
+    return ownership.is_visible(row, ns or Namespace())
 
 
 def trace_from_row(row: Mapping[str, Any], episode_status: str | None = None) -> Trace:
