@@ -114,7 +114,7 @@ async def test_a_non_cancellable_slow_recall_gives_up_at_the_deadline(
     started = time.monotonic()
     out = await step(bridge, USER, 1, "anything at all", recall_timeout_ms=400)
     assert (out.inject, out.skip_reason) == (False, "timeout")
-    assert time.monotonic() - started < 0.4 + 1.0
+    assert time.monotonic() - started < 10  # generous: it did not wait for the 30 s recall
     # the failed recall is not retried in that turn ...
     assert (await step(bridge, USER, 1, "anything at all")).skip_reason == "already_attempted"
     # ... and does not suppress the next turn (an aborted turn neither)
@@ -168,10 +168,9 @@ async def test_turn_two_recall_does_not_wait_for_a_hanging_turn_one_capture(
     dsh.spool_turn(USER, 1, "first question", [assistant("first answer")])
     await asyncio.sleep(0.05)
     assert bridge.queues.pending == 1
-    started = time.monotonic()
-    out = await asyncio.wait_for(step(bridge, USER, 2, "second question"), timeout=3.0 + 1.0)
+    # turn 1 never ends: a recall that waited for it would end "timeout" at its 3 s budget
+    out = await asyncio.wait_for(step(bridge, USER, 2, "second question"), timeout=30)
     assert out.skip_reason in ("", "no_hits")
-    assert time.monotonic() - started < 3.0 + 1.0
     assert bridge.queues.pending == 1  # turn 1 is still queued: nothing joined it
     gated.gates["prepare_turn"].set()
     assert await bridge.flush(timeout_s=10)
@@ -223,9 +222,7 @@ async def test_session_disposal_returns_at_once_and_closes_after_queued_work(
     gated.gates["turn_end"] = asyncio.Event()
     dsh.spool_turn(USER, 1, "one more thing", [assistant("ok")])
     await asyncio.sleep(0.05)
-    started = time.monotonic()
-    bridge.session_disposed(USER)
-    assert time.monotonic() - started < 0.05
+    bridge.session_disposed(USER)  # returns at once: the turn it would wait for is still gated
     assert "close_session" not in gated.calls
     gated.gates["turn_end"].set()
     assert await bridge.flush(timeout_s=10)
@@ -251,7 +248,7 @@ async def test_dispose_is_bounded_and_leaves_unfinished_turns_in_the_spool(
     dsh.spool_turn(USER, 1, "stuck turn", [assistant("...")])
     started = time.monotonic()
     report = await bridge.dispose(0.3, shutdown_core=False)
-    assert not report.drained and time.monotonic() - started < 0.3 + 1.0
+    assert not report.drained and time.monotonic() - started < 10  # the gate never opens
     assert "dsh-1:1" not in bridge.spool.done
     # the next start-up resumes it, exactly once
     gated.gates.clear()

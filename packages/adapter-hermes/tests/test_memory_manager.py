@@ -179,7 +179,9 @@ def test_a_stuck_store_gives_an_empty_recall_within_the_deadline_and_the_next_tu
         mgr.on_turn_start(1, QUESTION)
         out, took = _prefetch_on_thread(mgr, QUESTION)
         assert out == ""
-        assert took < 1.5 + 1.0
+        assert (
+            took < 6.0
+        )  # the store stays locked: the budget ended it, well inside Hermes's 8 s join
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()

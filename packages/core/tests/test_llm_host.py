@@ -38,7 +38,7 @@ async def test_no_host_connected_times_out_with_llm_unavailable() -> None:
     with pytest.raises(StratamemError) as exc:
         await provider.complete(MSGS)
     assert exc.value.code == ErrorCode.LLM_UNAVAILABLE
-    assert 0.15 <= time.monotonic() - t0 < 0.2 + 1.0
+    assert 0.15 <= time.monotonic() - t0 < 10  # no host ever connects: a generous bound
 
 
 async def test_async_callable_answers_and_gets_the_options() -> None:

@@ -247,7 +247,7 @@ async def test_turn_start_honours_its_deadline(core: LocalCore) -> None:
             deadline_at=deadline,
         )
     )
-    assert time.monotonic() - t0 < 0.3 + 1.0  # deadline + 1 s, never a speed assertion
+    assert time.monotonic() - t0 < 0.3 + 10  # generous: never a speed assertion
     assert res.query.episode_id
 
 

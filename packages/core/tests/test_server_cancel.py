@@ -57,7 +57,13 @@ async def _search_with_writes_held(core: Any, search: Any, session: str, cancel:
                 agent="hermes", query="pending", session_id=session, reason="tool_driven"
             )
         )
-        await asyncio.sleep(0.5)
+        for _ in range(600):  # the server holds the call (waiting for the write) before we cancel
+            if any(
+                e.type == "retrieval.triggered" and e.payload.get("session_id") == session
+                for e in seen
+            ):
+                break
+            await asyncio.sleep(0.05)
         if cancel:
             call.cancel()
         await asyncio.sleep(0.5)
