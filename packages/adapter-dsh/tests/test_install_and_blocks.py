@@ -12,7 +12,6 @@ from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core import LocalCore
 from stratamem.core.cli import main
 from stratamem.dsh.bridge import DshBridge
-from stratamem.dsh.context_block import TRUNCATION_SUFFIX, context_block
 from stratamem.dsh.install import DEFAULT_CONFIG, bundle_patch, plugin_entry
 from stratamem.dsh.namespace import SessionInfo, resolve_namespace
 from stratamem.dsh.recall import recall_budget_ms
@@ -41,15 +40,6 @@ def test_install_writes_the_patch_file_and_refuses_a_bad_profile(tmp_path: Path)
     with pytest.raises(StratamemError) as err:
         bundle_patch(profile="../evil")
     assert err.value.code == ErrorCode.INVALID_ARGUMENT
-
-
-def test_context_block_wraps_caps_and_skips_empty() -> None:
-    assert context_block("   ") == ""
-    short = context_block("a fact")
-    assert short == "<memos_context>\na fact\n</memos_context>"
-    long = context_block("x" * 10_000)
-    assert len(long) == 6000 and long.endswith(TRUNCATION_SUFFIX)
-    assert len(context_block("y" * 1000, 10)) == 256  # the 256 minimum of contextMaxChars
 
 
 def test_recall_budget_is_capped_at_3000_and_floored_at_100() -> None:

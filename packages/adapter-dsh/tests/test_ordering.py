@@ -59,7 +59,7 @@ async def test_a_small_context_cap_truncates_with_the_suffix(
     await seed(dsh, bridge)
     out = await step(bridge, USER, 1, "staging database pgbouncer port", context_max_chars=300)
     assert out.inject and len(out.context) <= 300
-    assert out.context.endswith("\n\n[Memory context truncated.]")
+    assert out.context.endswith("[Memory context truncated to 300 characters.]\n</memos_context>")
 
 
 async def test_step_two_does_not_recall(bridge: DshBridge, gated: GatedCore) -> None:

@@ -34,13 +34,13 @@ def test_save_config_validates_before_writing(hermes_home: Path) -> None:
 
 def test_tool_schemas_are_six_openai_functions_with_object_parameters() -> None:
     names = [s["name"] for s in tools.TOOL_SCHEMAS]
-    assert names == [
-        "memos_search",
-        "memos_get",
-        "memos_timeline",
-        "memos_skill_list",
+    assert sorted(names) == [
         "memos_environment",
+        "memos_get",
+        "memos_search",
         "memos_skill_get",
+        "memos_skill_list",
+        "memos_timeline",
     ]
     for schema in tools.TOOL_SCHEMAS:
         assert schema["parameters"]["type"] == "object"

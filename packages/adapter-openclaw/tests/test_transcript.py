@@ -1,4 +1,3 @@
-from stratamem.openclaw.context_block import MAX_CONTEXT_CHARS, render_context_block
 from stratamem.openclaw.transcript import (
     ObservedTool,
     TranscriptCursor,
@@ -125,16 +124,3 @@ def test_visible_user_texts_are_clean_and_bounded() -> None:
     texts = visible_user_texts(msgs)
     assert len(texts) == 128
     assert texts[-1] == "question 199"
-
-
-def test_context_block_wraps_and_caps_at_6000_chars() -> None:
-    assert render_context_block("") == ""
-    small = render_context_block("<relevant-memories>fact</relevant-memories>")
-    assert small.startswith("<memos_context>\n") and small.endswith("</memos_context>")
-    big = render_context_block("x" * 20000)
-    assert len(big) <= MAX_CONTEXT_CHARS
-    assert big.endswith("[Memory context truncated to 6000 characters.]\n</memos_context>")
-    exact = render_context_block(
-        "y" * (MAX_CONTEXT_CHARS - len("<memos_context>\n\n</memos_context>"))
-    )
-    assert len(exact) == MAX_CONTEXT_CHARS and "truncated" not in exact

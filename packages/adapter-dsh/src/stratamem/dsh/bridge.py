@@ -16,15 +16,15 @@ from typing import Any
 
 from stratamem.contract.dtos import TurnRoute
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.context_block import MAX_CONTEXT_CHARS
 from stratamem.contract.protocol import MemoryCore
 from stratamem.core.telemetry import get_logger
 from stratamem.dsh.capture import TurnRecord, plan_capture
-from stratamem.dsh.context_block import CONTEXT_MAX_CHARS
 from stratamem.dsh.namespace import SessionInfo
 from stratamem.dsh.queues import Job, SerialQueues
 from stratamem.dsh.recall import RecallOutcome, TurnStates, recall
 from stratamem.dsh.spool import Spool
-from stratamem.dsh.tools import TOOL_RESULT_MAX_CHARS, DshTools
+from stratamem.dsh.tools import TOOL_RESULT_MAX_CHARS, call_dsh_tool
 
 _log = get_logger("dsh.bridge")
 
@@ -48,7 +48,6 @@ class DshBridge:
         self.spool = Spool(self.home)
         self.queues = SerialQueues()
         self.states = TurnStates()
-        self.tools = DshTools(core)
         self.poll_interval_s = poll_interval_s
         self.captured = 0
         self.failed = 0
@@ -96,7 +95,7 @@ class DshBridge:
         messages: Sequence[tuple[str, str]],
         deadline_at: int | None = None,
         recall_timeout_ms: int | None = None,
-        context_max_chars: int = CONTEXT_MAX_CHARS,
+        context_max_chars: int = MAX_CONTEXT_CHARS,
         recall_enabled: bool = True,
     ) -> RecallOutcome:
         self._sessions.add(info.session_id)
@@ -234,7 +233,8 @@ class DshBridge:
         max_chars: int = TOOL_RESULT_MAX_CHARS,
         recall_timeout_ms: int | None = None,
     ) -> dict[str, Any]:
-        return await self.tools.call(
+        return await call_dsh_tool(
+            self.core,
             name,
             args,
             info,

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from stratamem.contract.dtos import RetrievalQuery
+from stratamem.contract.hostkit.context_block import MAX_CONTEXT_CHARS, render_context_block
 from stratamem.contract.protocol import MemoryCore
 from stratamem.core.telemetry import get_logger
-from stratamem.dsh.context_block import CONTEXT_MAX_CHARS, context_block
 from stratamem.dsh.host_api import AGENT, USER_SOURCE
 from stratamem.dsh.namespace import SessionInfo, resolve_namespace
 
@@ -85,7 +85,7 @@ async def recall(
     messages: Sequence[tuple[str, str]],
     deadline_at: int | None = None,
     recall_timeout_ms: int | None = None,
-    context_max_chars: int = CONTEXT_MAX_CHARS,
+    context_max_chars: int = MAX_CONTEXT_CHARS,
     recall_enabled: bool = True,
 ) -> RecallOutcome:
     """Decide and run the recall of one pre-step; never raises for a failed recall."""
@@ -129,7 +129,7 @@ async def recall(
     except Exception as exc:
         _log.warning("dsh.recall_failed", session=info.session_id, turn=turn, error=str(exc))
         return RecallOutcome(False, skip_reason="error", latency_ms=_ms(started))
-    block = context_block(result.injected_context, context_max_chars)
+    block = render_context_block(result.injected_context, context_max_chars)
     if not block:
         return RecallOutcome(
             False, skip_reason="no_hits", cut_off=result.cut_off, latency_ms=_ms(started)

@@ -50,14 +50,6 @@ def _messages(raw: str) -> list[Any]:
     return value
 
 
-def _opt(msg: Any, name: str) -> int | None:
-    return int(getattr(msg, name)) if msg.HasField(name) else None
-
-
-def _answer(a: tools.ToolAnswer) -> pb.ToolResponse:
-    return pb.ToolResponse(text=a.text, details_json=a.details_json())
-
-
 class OpenClawService:
     """Handlers of every RPC; ``last_call`` feeds the idle watchdog."""
 
@@ -143,60 +135,29 @@ class OpenClawService:
         )
         return pb.Ack()
 
-    def _ns(self, msg: pb.HookContext) -> Any:
-        from stratamem.openclaw.identity import namespace_for
-
-        return namespace_for(msg.agent_id or "main", msg.workspace_dir, msg.session_key)
-
     async def MemosSearch(self, req: pb.SearchRequest, call: Any) -> pb.ToolResponse:
         self._touch()
-        from stratamem.openclaw.identity import session_id_for
-
-        return _answer(
-            await tools.memos_search(
-                self.core,
-                self._ns(req.ctx),
-                session_id_for(req.ctx.agent_id, req.ctx.session_key),
-                req.query,
-                _opt(req, "max_results"),
-                _opt(req, "tier1_top_k"),
-                _opt(req, "tier2_top_k"),
-                _opt(req, "tier3_top_k"),
-                req.session_scope,
-            )
-        )
+        return await tools.answer(self.core, "memos_search", req)
 
     async def MemosGet(self, req: pb.GetRequest, call: Any) -> pb.ToolResponse:
         self._touch()
-        return _answer(await tools.memos_get(self.core, self._ns(req.ctx), req.id, req.kind))
+        return await tools.answer(self.core, "memos_get", req)
 
     async def MemosTimeline(self, req: pb.TimelineRequest, call: Any) -> pb.ToolResponse:
         self._touch()
-        return _answer(
-            await tools.memos_timeline(
-                self.core, self._ns(req.ctx), req.episode_id, _opt(req, "limit")
-            )
-        )
+        return await tools.answer(self.core, "memos_timeline", req)
 
     async def MemosEnvironment(self, req: pb.EnvironmentRequest, call: Any) -> pb.ToolResponse:
         self._touch()
-        return _answer(
-            await tools.memos_environment(
-                self.core, self._ns(req.ctx), req.query or None, _opt(req, "limit")
-            )
-        )
+        return await tools.answer(self.core, "memos_environment", req)
 
     async def MemosSkillList(self, req: pb.SkillListRequest, call: Any) -> pb.ToolResponse:
         self._touch()
-        return _answer(
-            await tools.memos_skill_list(
-                self.core, self._ns(req.ctx), req.status or None, _opt(req, "limit")
-            )
-        )
+        return await tools.answer(self.core, "memos_skill_list", req)
 
     async def MemosSkillGet(self, req: pb.SkillGetRequest, call: Any) -> pb.ToolResponse:
         self._touch()
-        return _answer(await tools.memos_skill_get(self.core, self._ns(req.ctx), req.id))
+        return await tools.answer(self.core, "memos_skill_get", req)
 
     async def WorkspaceTool(self, req: pb.WorkspaceToolRequest, call: Any) -> pb.ToolResponse:
         self._touch()
