@@ -31,9 +31,13 @@ async def collect(core: Any) -> dict[str, Any]:
         "mode": health.mode,
         "embedder": {"model": health.embedder.model, "dimension": health.embedder.dimension},
         "journal_backlog": health.journal_backlog,
+        "journal_set_aside": int(health.counts.get("journal_set_aside", 0)),
         "counts": dict(health.counts),
     }
     store = getattr(core, "store", None)
+    writer = getattr(core, "journal", None)
+    if writer is not None:
+        report["journal_set_aside"] = writer.set_aside_total
     if store is not None:  # in-process owner: full table statistics
         report["tables"] = await store.stats()
         data = core.home / "data"

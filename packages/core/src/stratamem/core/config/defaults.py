@@ -235,7 +235,16 @@ DEFAULTS: dict[str, Any] = {
         #: how long the background writer batches journal entries before applying them
         "apply_batch_max": 64,
         "apply_idle_ms": 20,
+        #: an entry that fails is retried alone, backing off from retry_backoff_ms (doubling, capped
+        #: at retry_backoff_max_ms); after max_attempts it is set aside (``stratamem journal``)
         "retry_backoff_ms": 500,
+        "retry_backoff_max_ms": 30000,
+        "max_attempts": 6,
+        #: applied entries are deleted after retention_s (turn keys stay in a compact index)
+        "retention_s": 86400,
+        "prune_interval_s": 300.0,
+        #: start-up replays unapplied entries this many at a time
+        "replay_page": 1000,
         "embedding_retry_max_attempts": 6,
         "embedding_retry_interval_s": 60,
     },

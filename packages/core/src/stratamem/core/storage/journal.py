@@ -3,6 +3,7 @@
 ``turn_end`` commits trace rows (without vectors) to the journal and returns; this writer embeds them,
 ``merge_insert``s them on ``id`` and marks them applied. Start-up replays whatever was not applied.
 Unapplied rows are mirrored in memory so reads can see them (read-your-writes) at no SQL cost.
+One entry that cannot be applied is retried, then set aside; it never holds the others back.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
 
+from stratamem.core.config.defaults import DEFAULTS
 from stratamem.core.events import EventBus
+from stratamem.core.ids import now_ms
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.sqlite import Database
 from stratamem.core.telemetry import get_logger, span
@@ -29,6 +32,16 @@ EMBED_KEY = "_embed"
 
 
 class JournalWriter:
+    """Applies committed journal entries to LanceDB in seq order, never blocking on one entry.
+
+    An entry whose apply fails is retried on its own with exponential back-off
+    (``retry_backoff_ms`` doubling up to ``retry_backoff_max_ms``); after ``max_attempts`` it is
+    set aside (a dead letter keeping its attempts and last error) and later entries go on.
+    Readers never wait for an entry that is failing. Applied entries are pruned after
+    ``retention_s``; their turn keys live on in the compact ``turn_keys`` index. Start-up replays
+    in pages of ``replay_page`` entries.
+    """
+
     def __init__(
         self,
         db: Database,
@@ -37,7 +50,7 @@ class JournalWriter:
         bus: EventBus,
         db_exec: Executor,
         cpu_exec: Executor,
-        cfg: dict[str, Any],
+        cfg: Mapping[str, Any],
     ) -> None:
         self.db = db
         self.store = store
@@ -45,28 +58,35 @@ class JournalWriter:
         self.bus = bus
         self._db_exec = db_exec
         self._cpu_exec = cpu_exec
-        self.cfg = cfg
+        self.cfg = {**DEFAULTS["journal"], **cfg}
         #: seq -> journal row (kind, target_id, payload dict, ...) not yet applied
         self.pending: dict[int, dict[str, Any]] = {}
+        #: seq -> (failed attempts, monotonic time of the next try) for entries that failed
+        self._failing: dict[int, tuple[int, float]] = {}
+        self._loaded_upto = 0
+        self._more_on_disk = False
+        self._next_housekeeping = 0.0
         self._wake = asyncio.Event()
         self._applied = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.write_lock = asyncio.Lock()
         self.applied_total = 0
+        self.set_aside_total = 0
         self.on_applied: list[Callable[[list[dict[str, Any]]], None]] = []
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> int:
-        """Load unapplied entries (replay) and start the loop; returns how many were pending."""
-        rows = await self._db(lambda: self.db.journal_pending(limit=10**9))
-        for r in rows:
-            self.pending[int(r["seq"])] = _entry(r)
+        """Load the first page of unapplied entries (replay), start the loop; returns how many
+        entries were pending at start-up."""
+        backlog = int(await self._db(self.db.journal_backlog))
+        self.set_aside_total = int(await self._db(self.db.journal_set_aside_count))
+        await self._load_page()
         self._task = asyncio.create_task(self._loop(), name="stratamem-journal-writer")
         if self.pending:
-            _log.info("journal.replay", pending=len(self.pending))
+            _log.info("journal.replay", pending=backlog, loaded=len(self.pending))
             self._wake.set()
-        return len(rows)
+        return backlog
 
     async def stop(self, timeout_s: float = 15.0) -> None:
         """Drain (bounded) while the writer runs, then stop it; what is left replays at next start."""
@@ -83,11 +103,27 @@ class JournalWriter:
     async def _db(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._db_exec, fn)
 
+    async def _load_page(self, after_seq: int | None = None) -> int:
+        """Read the next page of pending entries from SQLite into memory."""
+        page = int(self.cfg["replay_page"])
+        after = self._loaded_upto if after_seq is None else after_seq
+        rows = await self._db(lambda: self.db.journal_pending(limit=page, after_seq=after))
+        for r in rows:
+            seq = int(r["seq"])
+            if seq not in self.pending:
+                self.pending[seq] = _entry(r)
+            self._loaded_upto = max(self._loaded_upto, seq)
+        if after_seq is None:
+            self._more_on_disk = len(rows) == page
+        return len(rows)
+
     # -- intake ----------------------------------------------------------------------------
     def add_committed(self, entries: list[dict[str, Any]]) -> None:
         """Register entries already committed to SQLite (called right after the commit)."""
         for e in entries:
             self.pending[int(e["seq"])] = e
+        if not self._more_on_disk:
+            self._loaded_upto = max(self._loaded_upto, *(int(e["seq"]) for e in entries), 0)
         self._wake.set()
 
     def pending_rows(self, kind: str = "trace") -> list[dict[str, Any]]:
@@ -102,23 +138,48 @@ class JournalWriter:
         seqs = [s for s, e in self.pending.items() if e["target_id"] in target_ids]
         for s in seqs:
             self.pending.pop(s, None)
+            self._failing.pop(s, None)
         return seqs
 
+    # -- set-aside entries (dead letters) ---------------------------------------------------
+    async def set_aside(self) -> list[dict[str, Any]]:
+        """Entries set aside after their retries: seq, kind, target, attempts, last error."""
+        rows = await self._db(self.db.journal_set_aside_rows)
+        return [dead_letter(r) for r in rows]
+
+    async def retry_set_aside(self, seqs: Sequence[int] | None = None) -> int:
+        """Put set-aside entries (all, or ``seqs``) back in the queue with a fresh retry budget."""
+        rows = await self._db(lambda: self.db.journal_requeue(seqs))
+        for r in rows:
+            self.pending[int(r["seq"])] = _entry(r)
+        self.set_aside_total = int(await self._db(self.db.journal_set_aside_count))
+        self._wake.set()
+        return len(rows)
+
+    async def discard_set_aside(self, seqs: Sequence[int] | None = None) -> int:
+        """Drop set-aside entries for good (an admin decision; their turn keys stay known)."""
+        n = int(await self._db(lambda: self.db.journal_discard(seqs)))
+        self.set_aside_total = int(await self._db(self.db.journal_set_aside_count))
+        return n
+
     # -- waiting ---------------------------------------------------------------------------
+    def _settled(self, upto_seq: int) -> bool:
+        """No entry <= ``upto_seq`` is still on its way (failing entries are not waited for)."""
+        return not any(s <= upto_seq and s not in self._failing for s in self.pending)
+
     async def wait_applied(self, upto_seq: int, timeout_s: float) -> bool:
-        """True once every entry with seq <= ``upto_seq`` is applied (within ``timeout_s``)."""
-
-        def done() -> bool:
-            return not any(s <= upto_seq for s in self.pending)
-
-        if done():
+        """True once every entry with seq <= ``upto_seq`` is applied or failing (within
+        ``timeout_s``): one bad entry never makes readers wait."""
+        if self._settled(upto_seq):
             return True
         if timeout_s <= 0:
             return False
         self._wake.set()
         try:
             async with self._applied:
-                await asyncio.wait_for(self._applied.wait_for(done), timeout_s)
+                await asyncio.wait_for(
+                    self._applied.wait_for(lambda: self._settled(upto_seq)), timeout_s
+                )
             return True
         except TimeoutError:
             return False
@@ -136,46 +197,130 @@ class JournalWriter:
 
     # -- the loop --------------------------------------------------------------------------
     async def _loop(self) -> None:
-        idle = float(self.cfg.get("apply_idle_ms", 20)) / 1000
-        backoff = float(self.cfg.get("retry_backoff_ms", 500)) / 1000
+        idle = float(self.cfg["apply_idle_ms"]) / 1000
         while not self._stopping:
-            await self._wake.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._sleep_s())
             self._wake.clear()
-            while self.pending and not self._stopping:
+            while not self._stopping:
+                if self._more_on_disk and len(self.pending) < int(self.cfg["replay_page"]) // 2:
+                    await self._load_page()
                 try:
-                    await self.apply_batch()
+                    if not await self.apply_batch():
+                        break
                 except asyncio.CancelledError:
                     raise
-                except Exception as exc:  # keep the entries, retry later
+                except Exception as exc:  # a failure outside any entry (e.g. SQLite): retry later
                     _log.error("journal.apply_failed", error=str(exc))
-                    with contextlib.suppress(Exception):
-                        self.bus.emit("system.error", {"stage": "journal.apply", "error": str(exc)})
-                    await asyncio.sleep(backoff)
+                    await asyncio.sleep(float(self.cfg["retry_backoff_ms"]) / 1000)
+            with contextlib.suppress(Exception):
+                await self._housekeeping()
             await asyncio.sleep(idle)
 
+    def _sleep_s(self) -> float:
+        """Until the next failing entry is due, or the next housekeeping."""
+        now = time.monotonic()
+        due = [t for _, t in self._failing.values()] + [self._next_housekeeping]
+        return max(0.01, min(due) - now)
+
+    async def _housekeeping(self) -> None:
+        """Every ``prune_interval_s``: prune applied entries past retention, pick up entries
+        requeued by another process (``stratamem journal retry``)."""
+        now = time.monotonic()
+        if now < self._next_housekeeping:
+            return
+        self._next_housekeeping = now + float(self.cfg["prune_interval_s"])
+        cutoff = now_ms() - int(float(self.cfg["retention_s"]) * 1000)
+        pruned = 0
+        while True:
+            n = int(await self._db(lambda: self.db.journal_prune(cutoff)))
+            pruned += n
+            if n < 5000:
+                break
+        if pruned:
+            _log.info("journal.pruned", entries=pruned)
+        async with self.write_lock:  # not while a delete forgets entries (they'd come back)
+            requeued = not self._more_on_disk and await self._load_page(after_seq=0)
+        if requeued:
+            self._wake.set()
+        self.set_aside_total = int(await self._db(self.db.journal_set_aside_count))
+
     async def apply_batch(self) -> int:
-        batch_max = int(self.cfg.get("apply_batch_max", 64))
+        """Apply the oldest due entries; a failing batch is split so each entry stands alone.
+        Returns how many entries were applied or set aside (0: nothing was due)."""
+        batch_max = int(self.cfg["apply_batch_max"])
         async with self.write_lock:
-            seqs = sorted(self.pending)[:batch_max]
-            entries = [self.pending[s] for s in seqs]
-            if not entries:
+            now = time.monotonic()
+            order = sorted(self.pending)
+            fresh = [s for s in order if s not in self._failing][:batch_max]
+            due = [s for s in order if s in self._failing and self._failing[s][1] <= now]
+            groups = ([fresh] if fresh else []) + [[s] for s in due[:batch_max]]
+            if not groups:
                 return 0
-            with span("journal.apply", entries=len(entries)):
-                by_table: dict[str, list[dict[str, Any]]] = {}
-                rows = [dict(e["payload"]) for e in entries]
-                await self._embed_rows(rows)
-                for e, row in zip(entries, rows, strict=True):
-                    row["journal_seq"] = e["seq"]
-                    by_table.setdefault(e.get("table", "traces"), []).append(row)
-                for table, trows in by_table.items():
-                    await self.store.upsert(table, trows)
-                    await self.store.ensure_fts(table)
-                await self._db(lambda: self.db.journal_mark_applied(seqs))
-            for s in seqs:
-                self.pending.pop(s, None)
-            self.applied_total += len(seqs)
+            done: list[tuple[list[int], list[dict[str, Any]]]] = []
+            for group in groups:  # a failing entry is retried alone, never inside a batch
+                try:
+                    done.append((group, await self._apply(group)))
+                except Exception as exc:
+                    if len(group) == 1:
+                        await self._failed(group[0], exc)
+                        continue
+                    for s in group:  # isolate the bad entry: the rest go on
+                        try:
+                            done.append(([s], await self._apply([s])))
+                        except Exception as one_exc:
+                            await self._failed(s, one_exc)
+            for applied, _ in done:
+                for s in applied:
+                    self.pending.pop(s, None)
+                    self._failing.pop(s, None)
+                self.applied_total += len(applied)
         async with self._applied:
             self._applied.notify_all()
+        for _, rows in done:
+            self._announce(rows)
+        return sum(len(g) for g in groups)
+
+    async def _apply(self, seqs: list[int]) -> list[dict[str, Any]]:
+        entries = [self.pending[s] for s in seqs]
+        with span("journal.apply", entries=len(entries)):
+            by_table: dict[str, list[dict[str, Any]]] = {}
+            rows = [dict(e["payload"]) for e in entries]
+            await self._embed_rows(rows)
+            for e, row in zip(entries, rows, strict=True):
+                row["journal_seq"] = e["seq"]
+                by_table.setdefault(e.get("table", "traces"), []).append(row)
+            for table, trows in by_table.items():
+                await self.store.upsert(table, trows)
+                await self.store.ensure_fts(table)
+            await self._db(lambda: self.db.journal_mark_applied(seqs))
+        return rows
+
+    async def _failed(self, seq: int, exc: BaseException) -> None:
+        """Count a failed attempt; back off, or set the entry aside once its budget is spent."""
+        err = f"{type(exc).__name__}: {exc}"[:2000]
+        attempts = self._failing.get(seq, (0, 0.0))[0] + 1
+        await self._db(lambda: self.db.journal_mark_failed([seq], err))
+        with contextlib.suppress(Exception):
+            self.bus.emit("system.error", {"stage": "journal.apply", "seq": seq, "error": err})
+        if attempts < int(self.cfg["max_attempts"]):
+            base = float(self.cfg["retry_backoff_ms"]) / 1000
+            delay = min(float(self.cfg["retry_backoff_max_ms"]) / 1000, base * 2 ** (attempts - 1))
+            self._failing[seq] = (attempts, time.monotonic() + delay)
+            _log.warning("journal.entry_failed", seq=seq, attempts=attempts, error=err)
+            return
+        await self._db(lambda: self.db.journal_set_aside(seq, err))
+        self.pending.pop(seq, None)
+        self._failing.pop(seq, None)
+        self.set_aside_total += 1
+        _log.error("journal.entry_set_aside", seq=seq, attempts=attempts, error=err)
+        with contextlib.suppress(Exception):
+            self.bus.emit(
+                "system.error",
+                {"stage": "journal.set_aside", "seq": seq, "attempts": attempts, "error": err},
+            )
+
+    def _announce(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
             self.bus.emit(
                 "trace.created",
@@ -188,7 +333,6 @@ class JournalWriter:
         for cb in self.on_applied:
             with contextlib.suppress(Exception):
                 cb(rows)
-        return len(seqs)
 
     async def _embed_rows(self, rows: list[dict[str, Any]]) -> None:
         jobs: list[tuple[int, str, str]] = []
@@ -230,6 +374,20 @@ class JournalWriter:
         for (i, col, _), vec in zip(jobs, vecs, strict=True):
             rows[i][col] = np.asarray(vec, dtype=np.float32)
         _log.debug("journal.embedded", n=len(texts), ms=round((time.perf_counter() - t0) * 1000, 1))
+
+
+def dead_letter(row: Any) -> dict[str, Any]:
+    return {
+        "seq": int(row["seq"]),
+        "kind": row["kind"],
+        "target_id": row["target_id"],
+        "session_id": row["session_id"],
+        "turn_key": row["turn_key"],
+        "created_at": int(row["created_at"]),
+        "set_aside_at": int(row["set_aside_at"]),
+        "attempts": int(row["attempts"]),
+        "last_error": row["last_error"],
+    }
 
 
 def _entry(row: Any) -> dict[str, Any]:

@@ -110,6 +110,20 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         CREATE INDEX decision_repairs_session ON decision_repairs(session_id, delivered_at)
         """,
     ),
+    (
+        3,
+        "journal dead letter and turn-key index",
+        """
+        ALTER TABLE journal ADD COLUMN set_aside_at INTEGER;
+        ALTER TABLE journal ADD COLUMN content_hash TEXT;
+        CREATE INDEX journal_set_aside ON journal(set_aside_at) WHERE set_aside_at IS NOT NULL;
+        CREATE TABLE turn_keys (
+            session_id TEXT NOT NULL, turn_key TEXT NOT NULL, target_id TEXT NOT NULL,
+            episode_id TEXT, seq INTEGER NOT NULL, content_hash TEXT, created_at INTEGER NOT NULL,
+            PRIMARY KEY (session_id, turn_key)
+        ) STRICT, WITHOUT ROWID
+        """,
+    ),
 )
 
 
@@ -213,14 +227,21 @@ class Database:
         )
 
     # -- journal ---------------------------------------------------------------------------
+    # An entry is pending (applied_at and set_aside_at NULL), applied, or set aside (a dead letter
+    # after bounded retries, kept with its attempts and last error until retried or discarded).
     def journal_pending(self, limit: int = 1000, after_seq: int = 0) -> list[sqlite3.Row]:
         return self.query(
-            "SELECT * FROM journal WHERE applied_at IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+            "SELECT * FROM journal WHERE applied_at IS NULL AND set_aside_at IS NULL AND seq > ?"
+            " ORDER BY seq LIMIT ?",
             (after_seq, limit),
         )
 
     def journal_backlog(self) -> int:
-        return int(self.query("SELECT count(*) FROM journal WHERE applied_at IS NULL")[0][0])
+        return int(
+            self.query(
+                "SELECT count(*) FROM journal WHERE applied_at IS NULL AND set_aside_at IS NULL"
+            )[0][0]
+        )
 
     def journal_mark_applied(self, seqs: Iterable[int], error: str | None = None) -> None:
         seq_list = list(seqs)
@@ -247,9 +268,80 @@ class Database:
 
         self.call(run)
 
+    def journal_set_aside(self, seq: int, error: str) -> None:
+        self.call(
+            lambda c: c.execute(
+                "UPDATE journal SET set_aside_at=?, last_error=? WHERE seq=?",
+                (now_ms(), error, seq),
+            )
+        )
+
+    def journal_set_aside_rows(self, limit: int = 1000) -> list[sqlite3.Row]:
+        return self.query(
+            "SELECT * FROM journal WHERE set_aside_at IS NOT NULL ORDER BY seq LIMIT ?", (limit,)
+        )
+
+    def journal_set_aside_count(self) -> int:
+        return int(self.query("SELECT count(*) FROM journal WHERE set_aside_at IS NOT NULL")[0][0])
+
+    def journal_requeue(self, seqs: Sequence[int] | None = None) -> list[sqlite3.Row]:
+        """Set-aside entries back to pending with a fresh retry budget (all when ``seqs`` is None)."""
+
+        def run(c: sqlite3.Connection) -> list[sqlite3.Row]:
+            where, params = _seq_filter(seqs)
+            rows = list(
+                c.execute(f"SELECT * FROM journal WHERE set_aside_at IS NOT NULL{where}", params)
+            )
+            c.execute(
+                f"UPDATE journal SET set_aside_at=NULL, attempts=0 WHERE set_aside_at IS NOT NULL{where}",
+                params,
+            )
+            return rows
+
+        return self.call(run)
+
+    def journal_discard(self, seqs: Sequence[int] | None = None) -> int:
+        """Drop set-aside entries for good (their turn keys stay known: a resend is not re-applied)."""
+
+        def run(c: sqlite3.Connection) -> int:
+            where, params = _seq_filter(seqs)
+            c.execute(_KEEP_TURN_KEYS + f" AND set_aside_at IS NOT NULL{where}", params)
+            return c.execute(
+                f"DELETE FROM journal WHERE set_aside_at IS NOT NULL{where}", params
+            ).rowcount
+
+        return self.call(run)
+
+    def journal_prune(self, applied_before: int, limit: int = 5000) -> int:
+        """Delete applied entries older than ``applied_before`` (epoch ms), keeping their turn keys
+        in the compact ``turn_keys`` index so a resent turn is still recognised."""
+
+        def run(c: sqlite3.Connection) -> int:
+            seqs = [
+                r[0]
+                for r in c.execute(
+                    "SELECT seq FROM journal WHERE applied_at IS NOT NULL AND applied_at < ?"
+                    " ORDER BY seq LIMIT ?",
+                    (applied_before, limit),
+                )
+            ]
+            if not seqs:
+                return 0
+            where, params = _seq_filter(seqs)
+            c.execute(_KEEP_TURN_KEYS + where, params)
+            return c.execute("DELETE FROM journal WHERE 1=1" + where, params).rowcount
+
+        return self.call(run)
+
     def journal_by_turn_key(self, session_id: str, turn_key: str) -> sqlite3.Row | None:
+        """The entry (or its pruned index row) a turn key was first acknowledged with:
+        ``target_id``, ``episode_id``, ``seq``, ``content_hash``."""
         rows = self.query(
-            "SELECT * FROM journal WHERE session_id=? AND turn_key=?", (session_id, turn_key)
+            "SELECT target_id, episode_id, seq, content_hash FROM journal"
+            " WHERE session_id=? AND turn_key=?"
+            " UNION ALL SELECT target_id, episode_id, seq, content_hash FROM turn_keys"
+            " WHERE session_id=? AND turn_key=? LIMIT 1",
+            (session_id, turn_key, session_id, turn_key),
         )
         return rows[0] if rows else None
 
@@ -281,6 +373,21 @@ class Database:
             " ORDER BY next_attempt_at LIMIT ?",
             (now_ms(), limit),
         )
+
+
+_KEEP_TURN_KEYS = (
+    "INSERT OR IGNORE INTO turn_keys(session_id, turn_key, target_id, episode_id, seq,"
+    " content_hash, created_at) SELECT session_id, turn_key, target_id, episode_id, seq,"
+    " content_hash, created_at FROM journal WHERE turn_key IS NOT NULL"
+)
+
+
+def _seq_filter(seqs: Sequence[int] | None) -> tuple[str, tuple[int, ...]]:
+    """`` AND seq IN (?, ...)`` for a list of seqs (empty filter for None)."""
+    if seqs is None:
+        return "", ()
+    marks = ", ".join("?" for _ in seqs) or "NULL"
+    return f" AND seq IN ({marks})", tuple(int(s) for s in seqs)
 
 
 def _split(script: str) -> list[str]:
