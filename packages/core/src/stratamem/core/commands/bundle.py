@@ -1,7 +1,8 @@
-"""``stratamem export`` / ``stratamem import``: a JSON bundle of a namespace's memories.
+"""``stratamem export`` / ``stratamem import``: a JSON bundle of the home's memories.
 
-Export writes traces, episodes, policies, world models and skills. Import replays each trace as a
-captured turn (idempotent per original trace id, original session and time kept); learned layers are
+Export writes traces, episodes, policies, world models and skills of every namespace of the home (or
+of the one ``--namespace`` names) and says what it wrote. Import replays each trace as a captured turn
+into its owner namespace (idempotent by trace id, original session and time kept); learned layers are
 re-derived from the traces by the learning pipeline rather than copied, so they stay consistent.
 """
 
@@ -20,7 +21,7 @@ from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
 from stratamem.core.commands.common import namespace_of, print_json, run_async
 
-EXPORT_HELP = "write a JSON bundle of the namespace's memories to stdout (or --out FILE)"
+EXPORT_HELP = "write a JSON bundle of the home's memories (every namespace unless --namespace) to stdout or --out FILE"
 IMPORT_HELP = "import a JSON bundle written by `stratamem export` (idempotent)"
 BUNDLE_VERSION = 1
 PAGE = 200
@@ -34,25 +35,32 @@ def configure_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path)
 
 
-async def _all(fetch: Any, ns: Namespace) -> list[Any]:
+def _query(ns: Namespace | None, offset: int) -> ListQuery:
+    """A page of ``ns``'s rows, or of every namespace of the home when ``ns`` is None."""
+    return ListQuery(limit=PAGE, offset=offset, namespace=ns, include_all_namespaces=ns is None)
+
+
+async def _all(fetch: Any, ns: Namespace | None) -> list[Any]:
     out: list[Any] = []
     offset = 0
     while True:
-        page = await fetch(ListQuery(limit=PAGE, offset=offset, namespace=ns))
+        page = await fetch(_query(ns, offset))
         out.extend(page)
         if len(page) < PAGE:
             return out
         offset += PAGE
 
 
-async def export_bundle(core: MemoryCore, ns: Namespace) -> dict[str, Any]:
+async def export_bundle(core: MemoryCore, ns: Namespace | None) -> dict[str, Any]:
+    """Every namespace of the home unless ``ns`` names one."""
+
     def dump(items: list[Any]) -> list[dict[str, Any]]:
         return [dataclasses.asdict(i) for i in items]
 
     return {
         "version": BUNDLE_VERSION,
         "exported_at": int(time.time() * 1000),
-        "namespace": dataclasses.asdict(ns),
+        "namespace": dataclasses.asdict(ns) if ns is not None else None,
         "traces": dump(await _all(core.list_traces, ns)),
         "episodes": dump(await _all(core.list_episodes, ns)),
         "policies": dump(await _all(core.list_policies, ns)),
@@ -61,7 +69,27 @@ async def export_bundle(core: MemoryCore, ns: Namespace) -> dict[str, Any]:
     }
 
 
-def _turn_of(trace: dict[str, Any], agent: str, ns: Namespace) -> TurnResult:
+def summary(bundle: dict[str, Any]) -> str:
+    """What an export holds: counts per kind and the namespaces its traces come from."""
+    spaces = sorted({_owner_key(t) for t in bundle["traces"]})
+    kinds = ("traces", "episodes", "policies", "world_models", "skills")
+    counts = ", ".join(f"{len(bundle[k])} {k.replace('_', ' ')}" for k in kinds)
+    return f"exported {counts} from {len(spaces)} namespace(s): {', '.join(spaces) or '-'}"
+
+
+def _owner_key(trace: dict[str, Any]) -> str:
+    owner = trace.get("owner") or {}
+    return (
+        f"{owner.get('owner_agent_kind') or 'unknown'}/{owner.get('owner_profile_id') or 'default'}"
+    )
+
+
+def _owner_ns(trace: dict[str, Any]) -> Namespace:
+    kind, _, profile = _owner_key(trace).partition("/")
+    return Namespace(agent_kind=kind, profile_id=profile)
+
+
+def _turn_of(trace: dict[str, Any], ns: Namespace) -> TurnResult:
     calls = tuple(
         ToolCall(
             name=c["name"],
@@ -73,7 +101,7 @@ def _turn_of(trace: dict[str, Any], agent: str, ns: Namespace) -> TurnResult:
         for c in trace.get("tool_calls") or ()
     )
     return TurnResult(
-        agent=agent,
+        agent=ns.agent_kind,
         session_id=str(trace["session_id"]),
         agent_text=str(trace.get("agent_text") or ""),
         ts=int(trace["ts"]),
@@ -85,7 +113,13 @@ def _turn_of(trace: dict[str, Any], agent: str, ns: Namespace) -> TurnResult:
     )
 
 
-async def import_bundle(core: MemoryCore, bundle: Any, ns: Namespace) -> dict[str, int]:
+async def import_bundle(
+    core: MemoryCore, bundle: Any, ns: Namespace | None = None
+) -> dict[str, int]:
+    """Replay the bundle's traces as captured turns, each into its own owner namespace (or into
+    ``ns`` when one is named). Idempotent by id: a trace whose id is already in the home (an export
+    imported back) or whose import was already acknowledged (same turn key) is skipped, so the
+    counts are exact: ``imported`` new traces, ``skipped`` everything else."""
     if not isinstance(bundle, dict) or bundle.get("version") != BUNDLE_VERSION:
         raise StratamemError(
             ErrorCode.INVALID_ARGUMENT, f"not a version-{BUNDLE_VERSION} Stratamem bundle"
@@ -93,25 +127,50 @@ async def import_bundle(core: MemoryCore, bundle: Any, ns: Namespace) -> dict[st
     traces = bundle.get("traces")
     if not isinstance(traces, list):
         raise StratamemError(ErrorCode.INVALID_ARGUMENT, "bundle.traces must be a list")
+    known: dict[Namespace, set[str]] = {}
+
+    async def ids_in(target: Namespace) -> set[str]:
+        if target not in known:
+            known[target] = {t.id for t in await _all(core.list_traces, target)}
+        return known[target]
+
     imported = skipped = 0
-    for t in sorted(traces, key=lambda t: (str(t.get("session_id")), int(t.get("ts", 0)))):
-        if not isinstance(t, dict) or not {"id", "session_id", "ts"} <= set(t):
+    for t in sorted(
+        (t for t in traces if isinstance(t, dict)),
+        key=lambda t: (str(t.get("session_id")), int(t.get("ts", 0) or 0)),
+    ):
+        if not {"id", "session_id", "ts"} <= set(t):
             skipped += 1
             continue
-        ack = await core.turn_end(_turn_of(t, ns.agent_kind, ns))
-        imported += bool(ack.trace_id)
+        target = ns or _owner_ns(t)
+        have = await ids_in(target)
+        if str(t["id"]) in have:
+            skipped += 1
+            continue
+        ack = await core.turn_end(_turn_of(t, target))
+        if not ack.trace_id or ack.trace_id in have:
+            skipped += 1  # acknowledged before: the import of this trace already ran
+            continue
+        have.add(ack.trace_id)
+        imported += 1
+    skipped += sum(1 for t in traces if not isinstance(t, dict))
     await core.flush()
     return {"imported": imported, "skipped": skipped}
 
 
+def _named_namespace(args: argparse.Namespace) -> Namespace | None:
+    return namespace_of(args) if getattr(args, "namespace", None) else None
+
+
 def run_export(args: argparse.Namespace) -> int:
     async def body(core: MemoryCore) -> int:
-        bundle = await export_bundle(core, namespace_of(args))
+        bundle = await export_bundle(core, _named_namespace(args))
         if args.out:
             args.out.write_text(json.dumps(bundle, ensure_ascii=False, default=str))
-            print(f"wrote {len(bundle['traces'])} traces to {args.out}", file=sys.stderr)
+            print(f"{summary(bundle)} to {args.out}", file=sys.stderr)
         else:
             print_json(bundle)
+            print(summary(bundle), file=sys.stderr)
         return 0
 
     return run_async(args, body)
@@ -127,7 +186,7 @@ def run_import(args: argparse.Namespace) -> int:
         return 2
 
     async def body(core: MemoryCore) -> int:
-        print_json(await import_bundle(core, bundle, namespace_of(args)))
+        print_json(await import_bundle(core, bundle, _named_namespace(args)))
         return 0
 
     return run_async(args, body)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from stratamem.contract.dtos import Namespace, ToolCall, TurnInput, TurnResult
+from stratamem.contract.dtos import ListQuery, Namespace, ToolCall, TurnInput, TurnResult
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
 from stratamem.core.commands.common import CLI_AGENT, namespace_of, run_async
@@ -116,6 +116,17 @@ def parse_line(number: int, text: str, default_ns: Namespace) -> Line:
     return Line(number, turn, result)
 
 
+async def _trace_ids(core: MemoryCore, ns: Namespace) -> set[str]:
+    out: set[str] = set()
+    offset = 0
+    while True:
+        page = await core.list_traces(ListQuery(limit=500, offset=offset, namespace=ns))
+        out.update(t.id for t in page)
+        if len(page) < 500:
+            return out
+        offset += 500
+
+
 def _progress(done: int, total: int, enabled: bool) -> None:
     if not enabled or total == 0:
         return
@@ -139,14 +150,22 @@ def run(args: argparse.Namespace) -> int:
 
     async def body(core: MemoryCore) -> int:
         default_ns = namespace_of(args)
-        bad = ingested = 0
+        bad = ingested = again = 0
         show = not args.no_progress and sys.stderr.isatty()
+        known: dict[Namespace, set[str]] = {}  # trace ids already in each namespace
         for done, (number, text) in enumerate(texts, 1):
             try:
                 line = parse_line(number, text, default_ns)
+                ns = line.result.namespace or default_ns
+                if ns not in known:
+                    known[ns] = await _trace_ids(core, ns)
                 route = await core.prepare_turn(line.turn)
                 ack = await core.turn_end(replace(line.result, episode_id=route.episode_id))
-                ingested += bool(ack.trace_id)
+                if ack.trace_id in known[ns]:
+                    again += 1  # the line's turn key was acknowledged by an earlier run
+                else:
+                    known[ns].add(ack.trace_id)
+                    ingested += 1
             except (ValueError, StratamemError) as exc:
                 bad += 1
                 msg = exc.message if isinstance(exc, StratamemError) else str(exc)
@@ -156,7 +175,10 @@ def run(args: argparse.Namespace) -> int:
                     raise
             _progress(done, len(texts), show)
         await core.flush()
-        print(f"ingested {len(texts) - bad} of {len(texts)} lines ({bad} bad)", file=sys.stderr)
+        print(
+            f"ingested {ingested} of {len(texts)} lines ({again} already ingested, {bad} bad)",
+            file=sys.stderr,
+        )
         return 1 if bad else 0
 
     return run_async(args, body)

@@ -142,6 +142,7 @@ class Learner:
         await reflect_episode(self.ctx, traces)
         self._reflected.add(episode_id)
         await self.ctx.patch_episode_meta(episode_id, {"reflected_at": now_ms()})
+        self._reflected.discard(episode_id)  # the episode's meta says it from here on
         window = float(self.ctx.cfg("reward", "feedback_window_sec"))
         explicit = await self.ctx.query(
             "SELECT 1 FROM feedback WHERE episode_id=? AND channel='explicit' LIMIT 1",
@@ -245,6 +246,7 @@ class Learner:
                     await reflect_episode(self.ctx, traces)
                 self._reflected.add(episode_id)
                 await self.ctx.patch_episode_meta(episode_id, {"reflected_at": now_ms()})
+                self._reflected.discard(episode_id)
             h = self._windows.pop(episode_id, None)
             if h is not None:
                 h.cancel()
@@ -404,6 +406,20 @@ class Learner:
         )
         await self.feedback_stored(fb)
         return fid
+
+    # -- per-session state -------------------------------------------------------------------
+    def forget_session(self, session_id: str) -> None:
+        """A session closed or idled out: free its repair tracker state."""
+        self.tracker.forget_session(session_id)
+
+    def state_sizes(self) -> dict[str, int]:
+        """Sizes of the in-memory per-session/per-episode state (the soak bench reads them)."""
+        return {
+            "reflected": len(self._reflected),
+            "windows": len(self._windows),
+            "repair_tracker": len(self.tracker),
+            "rescoring": len(self._rescoring),
+        }
 
     # -- decision repair ----------------------------------------------------------------------
     def tool_outcome(self, session_id: str, tool: str, success: bool) -> bool:

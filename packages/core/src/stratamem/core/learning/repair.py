@@ -64,6 +64,15 @@ class BurstTracker:
     def clear(self, session_id: str, tool: str) -> None:
         self._tracks.pop((tool, session_id), None)
 
+    def forget_session(self, session_id: str) -> None:
+        """Free a closed or idle session's step counter and tracks."""
+        self._steps.pop(session_id, None)
+        for key in [k for k in self._tracks if k[1] == session_id]:
+            del self._tracks[key]
+
+    def __len__(self) -> int:
+        return len(self._steps) + len(self._tracks)
+
 
 @dataclass(frozen=True, slots=True)
 class Repair:
