@@ -26,6 +26,21 @@ async def raw(host: str, port: int, data: bytes) -> bytes:
     return out
 
 
+def _status(reply: bytes) -> int:
+    return int(reply.split(b"\r\n", 1)[0].split(b" ")[1])
+
+
+def _get(target: bytes, *headers: bytes) -> bytes:
+    extra = b"".join(h + b"\r\n" for h in headers)
+    return (
+        b"GET "
+        + target
+        + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + extra
+        + b"Connection: close\r\n\r\n"
+    )
+
+
 def _outward_ip() -> str | None:
     """A non-loopback address of this machine (the route to a documentation prefix; nothing is sent)."""
     try:
@@ -73,6 +88,99 @@ async def test_path_traversal_is_refused_for_static_files_and_workspace_files(
         assert secret.read_text(encoding="utf-8") == "top secret"
 
 
+async def test_double_encoded_and_unusable_paths_are_4xx_never_500_nor_the_app(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret", encoding="utf-8")
+    async with running_viewer(tmp_path / "home") as (_, viewer):
+        for target in (
+            b"/%252e%252e%252fsecret.txt",
+            b"/%252e%252e%252f%252e%252e%252f%252e%252e%252fetc%252fpasswd",
+            b"/%25252e%25252e%25252fsecret.txt",
+            b"/assets/%252e%252e/%252e%252e/secret.txt",
+            b"/%255c..%255csecret.txt",
+            b"/a%2500b",
+        ):
+            reply = await raw(viewer.host, viewer.port, _get(target))
+            assert _status(reply) == 400, (target, reply[:200])
+            assert b"path traversal" in reply and b"top secret" not in reply
+        long_name = b"/" + b"%252e%252e%252f" * 40 + b"x" * 300
+        assert _status(await raw(viewer.host, viewer.port, _get(long_name))) == 400
+        # names longer than the file system holds: a missing asset, or the app's own page
+        missing = await raw(viewer.host, viewer.port, _get(b"/assets/" + b"b" * 400 + b".js"))
+        assert _status(missing) == 404 and b'"not_found"' in missing
+        app_route = await raw(viewer.host, viewer.port, _get(b"/" + b"a" * 1000))
+        assert _status(app_route) == 200 and b'<div id="app">' in app_route
+        assert _status(await raw(viewer.host, viewer.port, _get(b"/"))) == 200
+
+
+async def test_oversized_heads_and_chunked_bodies_are_refused_and_the_server_goes_on(
+    tmp_path: Path,
+) -> None:
+    async with running_viewer(tmp_path) as (_, viewer):
+        before = (tmp_path / "config.yaml").read_bytes()
+        long_header = await raw(
+            viewer.host, viewer.port, _get(b"/api/system", b"X-Big: " + b"a" * 20000)
+        )
+        assert 400 <= _status(long_header) < 500
+        many = [b"X-H%d: v" % i for i in range(300)]
+        too_many = await raw(viewer.host, viewer.port, _get(b"/api/system", *many))
+        assert 400 <= _status(too_many) < 500
+        long_line = await raw(viewer.host, viewer.port, _get(b"/api/traces?q=" + b"q" * 20000))
+        assert 400 <= _status(long_line) < 500
+        payload = b'{"retrieval": {"tier2_top_k": 7}, "pad": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+        chunks = b"".join(
+            b"%x\r\n" % len(payload[i : i + 65536]) + payload[i : i + 65536] + b"\r\n"
+            for i in range(0, len(payload), 65536)
+        )
+        chunked = await raw(
+            viewer.host,
+            viewer.port,
+            b"PATCH /api/config HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunks + b"0\r\n\r\n",
+        )
+        assert _status(chunked) == 413, chunked[:200]
+        assert b'"max_bytes": 1048576' in chunked
+        assert (tmp_path / "config.yaml").read_bytes() == before
+        assert (await call(viewer.url + "api/system")).status == 200
+
+
+async def test_bad_tokens_are_401_even_from_loopback_and_set_no_cookie(tmp_path: Path) -> None:
+    async with running_viewer(tmp_path, tokens=("s3cret-token",)) as (_, viewer):
+        before = (tmp_path / "config.yaml").read_bytes()
+        for headers, query in (
+            ({"Authorization": "Bearer nope"}, ""),
+            ({"Authorization": "Bearer s3cret-tokenX"}, ""),
+            ({"Cookie": "stratamem_viewer_token=nope"}, ""),
+            ({}, "?token=nope"),
+            ({}, "?token=s3cret"),
+        ):
+            got = await call(viewer.url + "api/system" + query, headers=headers)
+            assert got.status == 401, (headers, query)
+            assert got.json()["error"]["code"] == "unauthenticated"
+            assert "set-cookie" not in got.headers
+            write = await call(
+                viewer.url + "api/config" + query,
+                "PATCH",
+                {"retrieval": {"tier2_top_k": 7}},
+                headers=headers,
+            )
+            assert write.status == 401, (headers, query)
+            stream = await raw(
+                viewer.host,
+                viewer.port,
+                _get(
+                    b"/events" + query.encode(), *(f"{k}: {v}".encode() for k, v in headers.items())
+                ),
+            )
+            assert _status(stream) == 401 and b"text/event-stream" not in stream
+        assert (tmp_path / "config.yaml").read_bytes() == before
+        good = await call(viewer.url + "api/system?token=s3cret-token")
+        assert good.status == 200 and "HttpOnly" in good.headers["set-cookie"]
+        assert (await call(viewer.url + "api/system")).status == 200  # loopback, no token
+
+
 async def test_oversized_bodies_get_413_and_change_nothing(tmp_path: Path) -> None:
     async with running_viewer(tmp_path) as (core, viewer):
         tid = await turn(core, "s1", "keep me", "as is")
@@ -102,7 +210,7 @@ async def test_bad_json_and_wrong_content_type_are_400_and_415(tmp_path: Path) -
         assert form.status == 415
         assert (tmp_path / "config.yaml").read_bytes() == before
         malformed = await raw(viewer.host, viewer.port, b"NONSENSE\r\n\r\n")
-        assert malformed.startswith(b"HTTP/1.1 400")
+        assert _status(malformed) == 400
         wrong_method = await call(viewer.url + "api/system", "DELETE")
         assert wrong_method.status == 405
         assert wrong_method.json()["error"]["code"] == "unknown_method"

@@ -1,7 +1,8 @@
-"""``ViewerServer``: the viewer's HTTP + SSE surface on the serve loop, over the same open core.
+"""``ViewerServer``: the viewer's HTTP + SSE surface, an aiohttp application on the serve loop.
 
-Dispatch goes through the route table; every failure is a JSON ``{"error": {code, message, details}}``
-with a matching status, and a refused request changes nothing.
+The route table is registered on aiohttp's router; one middleware authorises each request (before its
+body is read), reads the bounded body, and turns every failure into a JSON
+``{"error": {code, message, details}}`` with a matching status, so a refused request changes nothing.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Any
+
+from aiohttp import web
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.telemetry import get_logger, redact
@@ -18,11 +21,15 @@ from stratamem.core.viewer import openapi, static
 from stratamem.core.viewer.api import ViewerApi, not_found, to_json
 from stratamem.core.viewer.http import (
     DEFAULT_MAX_BODY,
+    IDLE_TIMEOUT_S,
+    MAX_HEADERS,
+    MAX_LINE_BYTES,
     HttpError,
-    HttpServer,
     Request,
-    Response,
-    StreamResponse,
+    error_reply,
+    from_aiohttp,
+    json_reply,
+    read_body,
 )
 from stratamem.core.viewer.logs import LogHub
 from stratamem.core.viewer.metrics import Metrics
@@ -32,12 +39,27 @@ from stratamem.core.viewer.security import COOKIE, Guard, check_bind
 _log = get_logger("viewer")
 HEARTBEAT_S = 15.0
 REPLAY = 100
+SHUTDOWN_S = 2.0
+VIEW = web.RequestKey("view", Request)
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+AioHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _sse(event: str, data: Any, event_id: int | None = None) -> bytes:
     text = json.dumps(data, ensure_ascii=False, default=str)
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {event}\ndata: {text}\n\n".encode()
+
+
+async def _headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every reply: no sniffing, no referrer, not cached unless the asset says so, no server banner."""
+    response.headers.update(SECURITY_HEADERS)
+    response.headers.setdefault("Cache-Control", "no-store")
+    response.headers["Server"] = "stratamem-viewer"
 
 
 class ViewerServer:
@@ -58,15 +80,47 @@ class ViewerServer:
         self.api = ViewerApi(core, hub=self.hub, metrics=self.metrics)
         if workspace_shared is not None:
             self.api.workspace.shared = workspace_shared
-        self.http = HttpServer(self.handle, max_body=max_body)
+        self.max_body = max_body
+        self.closing = asyncio.Event()
         self.url = ""
         self.host = ""
         self.port = 0
-        self._routes = [(r, r.regex) for r in ROUTES]
+        self._runner: web.AppRunner | None = None
+
+    def app(self) -> web.Application:
+        """The aiohttp application: the route table, then the app's files for every other GET."""
+        app = web.Application(client_max_size=self.max_body, middlewares=[self._middleware])
+        for route in ROUTES:
+            handler = self._handler(route)
+            if route.method == "GET":
+                app.router.add_get(route.path, handler)  # HEAD too
+            else:
+                app.router.add_route(route.method, route.path, handler)
+        app.router.add_get("/{tail:.*}", self._static)
+        app.on_response_prepare.append(_headers)
+        return app
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         check_bind(host, self.guard.tokens)
-        self.host, self.port = await self.http.start(host, port)
+        runner = web.AppRunner(
+            self.app(),
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=SHUTDOWN_S,
+            keepalive_timeout=IDLE_TIMEOUT_S,
+            max_line_size=MAX_LINE_BYTES,
+            max_field_size=MAX_LINE_BYTES,
+            max_headers=MAX_HEADERS,
+        )
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port, reuse_address=True).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        address = runner.addresses[0]
+        self.host, self.port = str(address[0]), int(address[1])
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
         shown = f"[{shown.strip('[]')}]" if ":" in shown else shown
         self.url = f"http://{shown}:{self.port}/"
@@ -77,75 +131,70 @@ class ViewerServer:
         return self.url
 
     async def stop(self) -> None:
+        self.closing.set()
         self.hub.uninstall()
         observers = getattr(self.core.bus, "_observers", None)
         if isinstance(observers, list) and self.metrics.observe in observers:
             observers.remove(self.metrics.observe)
-        await self.http.close()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
 
     # ------------------------------------------------------------------ dispatch
-    def _match(self, req: Request) -> tuple[Route | None, bool]:
-        path_known = False
-        for route, rx in self._routes:
-            m = rx.match(req.path)
-            if m is None:
-                continue
-            path_known = True
-            if route.method == req.method or (route.method == "GET" and req.method == "HEAD"):
-                req.params = m.groupdict()
-                return route, True
-        return None, path_known
-
-    async def handle(self, req: Request) -> Response | StreamResponse:
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: AioHandler) -> web.StreamResponse:
+        req = Request.of(request)
         try:
-            self.guard.check(req)
-            resp = await self._dispatch(req)
+            self.guard.check(req)  # before the body is read: a refused caller uploads nothing
+            req.body = await read_body(request, self.max_body)
+            request[VIEW] = req
+            resp = await handler(request)
             token = req.query.get("token")
-            if token and isinstance(resp, Response) and req.principal == "token":
+            if token and req.principal == "token" and not resp.prepared:
                 resp.headers["Set-Cookie"] = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
             return resp
+        except web.HTTPException as exc:  # the router's 404/405, aiohttp's 413
+            return error_reply(from_aiohttp(exc, request))
         except StratamemError as err:
             if not isinstance(err, HttpError) and err.code == ErrorCode.INTERNAL:
                 _log.error("viewer.internal", path=req.path, error=str(err))
-            return Response.error(err)
+            return error_reply(err)
         except Exception as exc:  # a bug: say so without leaking internals
             _log.exception("viewer.failed", path=req.path, method=req.method)
-            return Response.error(
+            return error_reply(
                 StratamemError(ErrorCode.INTERNAL, f"internal error: {type(exc).__name__}")
             )
 
-    async def _dispatch(self, req: Request) -> Response | StreamResponse:
-        route, path_known = self._match(req)
-        if route is None:
-            if path_known:
-                raise HttpError(
-                    405,
-                    ErrorCode.UNKNOWN_METHOD,
-                    f"{req.method} is not allowed on {req.path}",
-                    {"method": req.method, "path": req.path},
-                )
-            if req.path.startswith("/api/") or req.path == "/api":
-                raise not_found(req.path)
-            if req.method not in ("GET", "HEAD"):
-                raise HttpError(405, ErrorCode.UNKNOWN_METHOD, f"{req.method} is not allowed here")
-            return static.serve(req.path)
-        for p in route.params:
-            if p.required and p.where == "query" and not req.query.get(p.name, "").strip():
-                raise StratamemError(
-                    ErrorCode.INVALID_ARGUMENT, f"{p.name} is required", {"field": p.name}
-                )
+    def _handler(self, route: Route) -> AioHandler:
         owner, _, name = route.handler.rpartition(".")
-        if owner == "server":
-            return await getattr(self, name)(req)  # type: ignore[no-any-return]
-        target = self.api.workspace if owner == "workspace" else self.api
-        data = await getattr(target, name)(req)
-        return Response.json(data)
+        required = [p.name for p in route.params if p.required and p.where == "query"]
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            req = request[VIEW]
+            req.params = dict(request.match_info)
+            for field in required:
+                if not req.query.get(field, "").strip():
+                    raise StratamemError(
+                        ErrorCode.INVALID_ARGUMENT, f"{field} is required", {"field": field}
+                    )
+            if owner == "server":
+                return await getattr(self, name)(req, request)  # type: ignore[no-any-return]
+            target = self.api.workspace if owner == "workspace" else self.api
+            return json_reply(await getattr(target, name)(req))
+
+        return handle
+
+    async def _static(self, request: web.Request) -> web.StreamResponse:
+        path = request[VIEW].path
+        if path.startswith("/api/") or path == "/api":
+            raise not_found(path)
+        return static.serve(path)
 
     # ------------------------------------------------------------------ server routes
-    async def openapi(self, req: Request) -> Response:
-        return Response.json(openapi.document())
+    async def openapi(self, req: Request, request: web.Request) -> web.Response:
+        return json_reply(openapi.document())
 
-    async def events(self, req: Request) -> StreamResponse:
+    async def events(self, req: Request, request: web.Request) -> web.StreamResponse:
         raw = req.query.get("since") or req.headers.get("last-event-id") or ""
         since: int | None = None
         if raw:
@@ -154,9 +203,24 @@ class ViewerServer:
                     ErrorCode.INVALID_ARGUMENT, "since must be an event seq", {"field": "since"}
                 )
             since = int(raw)
-        return StreamResponse(self._event_stream(since))
+        resp = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        await resp.prepare(request)
+        chunks = self._event_stream(since)
+        try:
+            async for chunk in chunks:
+                await resp.write(chunk)
+        except ConnectionError:
+            pass  # the client went away: nothing to say to it
+        finally:
+            await chunks.aclose()
+        return resp
 
-    async def _event_stream(self, since: int | None) -> AsyncIterator[bytes]:
+    async def _event_stream(self, since: int | None) -> AsyncGenerator[bytes]:
         bus = self.core.bus
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(2048)
         log_queue = self.hub.subscribe()
@@ -181,7 +245,7 @@ class ViewerServer:
                 await queue.put(("log", await log_queue.get()))
 
         tasks = [asyncio.create_task(pump_core()), asyncio.create_task(pump_logs())]
-        closing = asyncio.create_task(self.http.closing.wait())
+        closing = asyncio.create_task(self.closing.wait())
         try:
             yield b"retry: 2000\n: stratamem viewer events\n\n"
             yield _sse("hello", {"epoch": getattr(bus, "epoch", ""), "seq": since})

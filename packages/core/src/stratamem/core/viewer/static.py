@@ -1,16 +1,20 @@
 """The built web app (package data under ``static/``): safe path resolution and content types.
 
 Any path that is not a file inside the static directory falls back to ``index.html`` for app routes
-and is ``not_found`` for asset-looking paths; ``..`` never leaves the directory.
+and is ``not_found`` for asset-looking paths; ``..`` never leaves the directory, however many times it
+was percent-encoded, and a name the file system cannot hold is simply not there.
 """
 
 from __future__ import annotations
 
 import mimetypes
 from pathlib import Path
+from urllib.parse import unquote
+
+from aiohttp import web
 
 from stratamem.contract.errors import ErrorCode
-from stratamem.core.viewer.http import HttpError, Response
+from stratamem.core.viewer.http import HttpError
 
 STATIC_DIR = Path(__file__).parent / "static"
 _TYPES = {
@@ -28,22 +32,42 @@ CSP = (
 )
 
 
+MAX_DECODES = 4
+
+
+def _unsafe(path: str) -> bool:
+    return ".." in path.split("/") or "\x00" in path or "\\" in path
+
+
+def is_traversal(path: str) -> bool:
+    """``..``, NUL or a backslash in ``path`` or in any further percent-decoding of it."""
+    for _ in range(MAX_DECODES):
+        if _unsafe(path):
+            return True
+        decoded = unquote(path)
+        if decoded == path:
+            return False
+        path = decoded
+    return True  # still encoded after that many rounds: nobody names an asset like that
+
+
 def resolve(path: str, root: Path = STATIC_DIR) -> Path | None:
     """The file under ``root`` for URL ``path`` (already percent-decoded), or None."""
-    if "\x00" in path or "\\" in path:
+    if _unsafe(path):
         return None
     parts = [p for p in path.split("/") if p not in ("", ".")]
-    if any(p == ".." for p in parts):
+    try:
+        candidate = (root.joinpath(*parts) if parts else root / "index.html").resolve()
+        base = root.resolve()
+        if base not in candidate.parents and candidate != base:
+            return None
+        return candidate if candidate.is_file() else None
+    except (OSError, ValueError):  # a name too long for the file system, or otherwise unusable
         return None
-    candidate = (root.joinpath(*parts) if parts else root / "index.html").resolve()
-    base = root.resolve()
-    if base not in candidate.parents and candidate != base:
-        return None
-    return candidate if candidate.is_file() else None
 
 
-def serve(path: str, root: Path = STATIC_DIR) -> Response:
-    if ".." in path.split("/") or "\x00" in path or "\\" in path:
+def serve(path: str, root: Path = STATIC_DIR) -> web.Response:
+    if is_traversal(path):
         raise HttpError(
             400, ErrorCode.INVALID_ARGUMENT, "path traversal is not allowed", {"path": path}
         )
@@ -63,4 +87,5 @@ def serve(path: str, root: Path = STATIC_DIR) -> Response:
     headers = {"Content-Security-Policy": CSP, "X-Frame-Options": "DENY"}
     if "/assets/" in path:
         headers["Cache-Control"] = "public, max-age=31536000, immutable"
-    return Response(200, target.read_bytes(), ctype or "application/octet-stream", headers)
+    headers["Content-Type"] = ctype or "application/octet-stream"
+    return web.Response(body=target.read_bytes(), headers=headers)
