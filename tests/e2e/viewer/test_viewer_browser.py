@@ -1,8 +1,9 @@
 """The viewer in a real headless Chromium against a running ``stratamem serve`` with a seeded home.
 
-Each view loads without console errors (screenshots land in ``.artifacts/viewer/``), the retrieval
-preview shows the hit ``stratamem search`` returns, a Settings edit reaches config.yaml, a trace edited in
-Memories is searchable by its new summary, and a live event reaches Overview within a second of a turn.
+Overview lists each start-up event once; each view loads without console errors (screenshots land in
+``.artifacts/viewer/``); the retrieval preview shows the hit ``stratamem search`` returns; a Settings edit
+reaches config.yaml; a trace edited in Memories is searchable by its new summary; and a live event
+reaches Overview within a second of a turn.
 """
 
 from __future__ import annotations
@@ -168,6 +169,15 @@ def test_every_view_in_chromium_and_the_edits_it_makes(
     result = json.loads(run.stdout.strip().splitlines()[-1])
 
     assert result["consoleErrors"] == []
+
+    # Overview lists each event once: the page loads /api/events/recent, then opens the stream after
+    # the newest seq it shows (it used to open /events bare and get every start-up event again)
+    items = result["feedItems"]
+    assert any(i["type"] == "system.started" for i in items), items
+    keys = [(i["type"], i["ts"], i["payload"]) for i in items]
+    assert len(keys) == len(set(keys)), keys
+    assert len({i["seq"] for i in items}) == len(items)
+    assert result["eventStreams"] and all("since=" in u for u in result["eventStreams"])
     assert set(result["views"]) == {
         "overview",
         "memories",

@@ -1,5 +1,5 @@
-// Drives the viewer in Debian's Chromium: every view, the retrieval preview, a Settings edit, a trace
-// edit in Memories and a live event on Overview. Prints one JSON line of findings for pytest to judge.
+// Drives the viewer in Debian's Chromium: each start-up event once on Overview, every view, the
+// retrieval preview, a Settings edit, a trace edit in Memories and a live event on Overview. Prints one JSON line of findings for pytest to judge.
 import { spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -42,7 +42,24 @@ try {
   page.on("pageerror", (e) => result.consoleErrors.push(`${page.url()}: ${e.message}`));
   const shot = (name) => page.screenshot({ path: join(outDir, `${name}.png`), fullPage: true });
 
-  await page.goto(url);
+  const eventStreams = [];
+  page.on("request", (r) => {
+    if (new URL(r.url()).pathname === "/events") eventStreams.push(r.url());
+  });
+
+  // Overview on a fresh load: the recent list plus the stream's catch-up show each event once
+  await page.goto(`${url}#/overview`);
+  await page.waitForSelector("[data-testid=event-feed][data-stream=live]", { timeout: 20000 });
+  result.feedItems = await page.locator("[data-testid=event-feed] li[data-type]").evaluateAll((els) =>
+    els.map((e) => ({
+      seq: e.dataset.seq ?? null,
+      type: e.dataset.type,
+      ts: e.dataset.ts,
+      payload: e.querySelector(".payload")?.textContent ?? "",
+    })),
+  );
+  result.eventStreams = eventStreams;
+
   for (const [view, ready] of Object.entries(VIEWS)) {
     await page.goto(`${url}#/${view}`);
     await page.waitForSelector(`main[data-view="${view}"]`);

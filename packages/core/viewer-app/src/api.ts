@@ -41,23 +41,32 @@ export function qs(params: Record<string, string | number | undefined>): string 
   return s ? `?${s}` : "";
 }
 
-export type Listener = (kind: "core" | "log", data: any) => void;
+export type Listener = (kind: "core" | "log" | "hello", data: any) => void;
 
 const listeners = new Set<Listener>();
 let source: EventSource | null = null;
 
-/** One EventSource for the whole app: core events and log lines, fanned out to the open view. */
-export function subscribe(fn: Listener): () => void {
+/** Listen to the app's one EventSource (core events, log lines, the stream's hello), fanned out to the
+ * open view. The stream opens with the first listener unless `connect: false`: a view that first loads
+ * what it shows then calls `connect(since)` itself, so the server replays nothing it already has. */
+export function subscribe(fn: Listener, opts: { connect?: boolean } = {}): () => void {
   listeners.add(fn);
-  if (!source) {
-    source = new EventSource("/events");
-    source.addEventListener("core", (e) => emit("core", (e as MessageEvent).data));
-    source.addEventListener("log", (e) => emit("log", (e as MessageEvent).data));
-  }
+  if (opts.connect !== false) connect();
   return () => listeners.delete(fn);
 }
 
-function emit(kind: "core" | "log", raw: string): void {
+/** Open the stream (once per page). `since`: the newest core event seq already shown; without it the
+ * server replays its recent events. Returns false when the stream was already open (and live). */
+export function connect(since?: number): boolean {
+  if (source) return false;
+  source = new EventSource(since === undefined ? "/events" : `/events?since=${since}`);
+  for (const kind of ["core", "log", "hello"] as const) {
+    source.addEventListener(kind, (e) => emit(kind, (e as MessageEvent).data));
+  }
+  return true;
+}
+
+function emit(kind: "core" | "log" | "hello", raw: string): void {
   let data: unknown;
   try {
     data = JSON.parse(raw);

@@ -1,5 +1,5 @@
 // Overview: live counts, the recent event feed, and the two trends (memory growth, recall latency).
-import { api, subscribe } from "../api";
+import { api, connect, subscribe } from "../api";
 import { h, clear, empty, errorBox, when } from "../dom";
 import { lineChart, barChart } from "../charts";
 
@@ -59,10 +59,29 @@ export function overview(root: HTMLElement): () => void {
     }
   };
 
+  // Each event once: the list starts from /api/events/recent, the stream then carries on after its
+  // newest seq; events that arrive while the list loads wait, and any seq already shown is skipped.
+  const shown = new Set<number>();
+  let newest = 0;
+  let loaded = false;
+  let caughtUp = Infinity; // the seq the stream's hello says its replay ends at
+  const early: any[] = [];
+  const markLive = () => feed.setAttribute("data-stream", "live");
   const addEvent = (e: any, live: boolean) => {
+    if (typeof e.seq === "number") {
+      if (shown.has(e.seq)) return;
+      shown.add(e.seq);
+      newest = Math.max(newest, e.seq);
+    }
     const item = h(
       "li",
-      { class: live ? "live" : "", "data-type": e.type, "data-ts": e.ts, "data-seen": Date.now() },
+      {
+        class: live ? "live" : "",
+        "data-type": e.type,
+        "data-seq": e.seq,
+        "data-ts": e.ts,
+        "data-seen": Date.now(),
+      },
       h("time", {}, new Date(e.ts).toLocaleTimeString()),
       h("code", {}, e.type),
       h("span", { class: "payload" }, summary(e.payload)),
@@ -70,21 +89,40 @@ export function overview(root: HTMLElement): () => void {
     feed.prepend(item);
     while (feed.children.length > 100) feed.lastElementChild?.remove();
   };
+  let pending: number | undefined;
+  const onLive = (e: any) => {
+    feed.querySelector(".muted")?.remove();
+    addEvent(e, true);
+    if (newest >= caughtUp) markLive();
+    if (pending === undefined) pending = window.setTimeout(() => ((pending = undefined), refresh()), 500);
+  };
+  const off = subscribe(
+    (kind, data) => {
+      if (kind === "hello") {
+        caughtUp = Number(data.seq ?? 0);
+        if (loaded && newest >= caughtUp) markLive();
+      } else if (kind === "core") {
+        if (loaded) onLive(data);
+        else early.push(data);
+      }
+    },
+    { connect: false },
+  );
+  const start = () => {
+    loaded = true;
+    const opened = connect(newest);
+    for (const e of early.splice(0)) onLive(e);
+    if (!opened || newest >= caughtUp) markLive();
+  };
 
   api("/api/events/recent?limit=30")
     .then((r) => {
       for (const e of [...r.items].reverse()) addEvent(e, false);
       if (!r.items.length) feed.append(h("li", { class: "muted" }, "No events yet: they stream in as agents work."));
     })
-    .catch((err) => feed.append(errorBox(err)));
+    .catch((err) => feed.append(errorBox(err)))
+    .finally(start);
   refresh();
-  let pending: number | undefined;
-  const off = subscribe((kind, data) => {
-    if (kind !== "core") return;
-    feed.querySelector(".muted")?.remove();
-    addEvent(data, true);
-    if (pending === undefined) pending = window.setTimeout(() => ((pending = undefined), refresh()), 500);
-  });
   return () => {
     off();
     if (pending !== undefined) clearTimeout(pending);
