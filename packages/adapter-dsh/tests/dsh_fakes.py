@@ -11,7 +11,7 @@ from typing import Any
 from stratamem.core import LocalCore
 from stratamem.dsh.bridge import DshBridge
 from stratamem.dsh.namespace import SessionInfo, turn_key
-from stratamem.dsh.spool import append_line, spool_path
+from stratamem.dsh.spool import open_spool
 
 
 class GatedCore:
@@ -59,13 +59,12 @@ class FakeDsh:
         *,
         reason: str = "completed",
     ) -> bool:
-        """The turn/end listener: dedupe per Session object, then a synchronous fsync'd append."""
+        """The turn/end listener: dedupe per Session object, then a synchronous fsync'd spool write."""
         if (info.ref, turn) in self.spooled:
             return False
         self.spooled.add((info.ref, turn))
         now = int(time.time() * 1000)
-        append_line(
-            spool_path(self.home),
+        open_spool(self.home).put(
             {
                 "v": 1,
                 "key": turn_key(info.session_id, turn),

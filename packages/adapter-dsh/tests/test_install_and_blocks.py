@@ -9,13 +9,14 @@ import pytest
 
 from stratamem.contract.dtos import ListQuery
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.spool import record_name
 from stratamem.core import LocalCore
 from stratamem.core.cli import main
 from stratamem.dsh.bridge import DshBridge
 from stratamem.dsh.install import DEFAULT_CONFIG, bundle_patch, plugin_entry
 from stratamem.dsh.namespace import SessionInfo, resolve_namespace
 from stratamem.dsh.recall import recall_budget_ms
-from stratamem.dsh.spool import spool_path
+from stratamem.dsh.spool import spool_dir
 
 INFO = SessionInfo(ref="o1", session_id="dsh-9", agent_preset="reviewer", cwd="/repo")
 
@@ -94,11 +95,15 @@ async def test_unknown_tool_is_refused(bridge: DshBridge) -> None:
     assert err.value.code == ErrorCode.UNKNOWN_METHOD
 
 
-async def test_torn_or_foreign_spool_lines_are_skipped(bridge: DshBridge, core: LocalCore) -> None:
-    path = spool_path(core.home)
-    with path.open("ab") as fh:
-        fh.write(b"not json\n")
-        fh.write(json.dumps(["a", "list"]).encode() + b"\n")
-        fh.write(b'{"key": "torn')  # a crash mid-append: no newline yet
+async def test_torn_or_foreign_spool_records_are_set_aside(
+    bridge: DshBridge, core: LocalCore
+) -> None:
+    spool = spool_dir(core.home)
+    spool.mkdir(parents=True, exist_ok=True)
+    (spool / record_name("a")).write_bytes(b"not json")
+    (spool / record_name("b")).write_text(json.dumps(["a", "list"]))
+    (spool / record_name("c")).write_text(json.dumps({"key": "c", "turn": 1}))  # no session
+    (spool / f".{record_name('d')}.1.x.tmp").write_bytes(b'{"key": "torn')  # killed mid-write
     assert bridge.poll_spool() == 0
     assert bridge.queues.pending == 0
+    assert len(bridge.spool.dead()) == 3 and bridge.spool.backlog() == 0

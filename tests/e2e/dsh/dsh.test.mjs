@@ -9,7 +9,9 @@ import { CORDIS_MAJOR, createHarness, listeners, userQuery } from './fake-dsh.mj
 
 const plugin = await import(process.env.STRATAMEM_DSH_PLUGIN)
 const { DshClient } = await import(path.join(path.dirname(process.env.STRATAMEM_DSH_PLUGIN), 'grpc.mjs'))
+const { recordName, spoolDir } = await import(path.join(path.dirname(process.env.STRATAMEM_DSH_PLUGIN), 'spool.mjs'))
 const HOME = process.env.STRATAMEM_DSH_HOME
+const SPOOL = spoolDir(HOME)
 const SERVER_PID = Number(process.env.STRATAMEM_DSH_SERVER_PID)
 const RUN = `c${CORDIS_MAJOR}`
 const RECALL_SOURCE = { kind: 'plugin', plugin: 'stratamem', form: 'recall' }
@@ -126,8 +128,6 @@ test('tools answer through the service; bad arguments are refused', async () => 
 test('hard guard: a frozen service gives the original decision and timedOut at the deadline', async () => {
   const h = await createHarness(plugin, { ...BASE, recallTimeoutMs: 400 })
   const s = session('frozen')
-  const spool = path.join(HOME, 'dsh', 'spool.jsonl')
-  const linesBefore = fs.readFileSync(spool, 'utf8').split('\n').length
   process.kill(SERVER_PID, 'SIGSTOP')
   try {
     const q = userQuery('anything while the service is frozen')
@@ -148,7 +148,7 @@ test('hard guard: a frozen service gives the original decision and timedOut at t
     const res = h.sessionEvent(s, { type: 'turn/end', seq: 3, time: Date.now(), data: { turn: 1, reason: { kind: 'completed' } } })
     assert.equal(res.asyncListeners, 0)
     assert.ok(performance.now() - started < 1000)
-    assert.equal(fs.readFileSync(spool, 'utf8').split('\n').length, linesBefore + 1)
+    assert.ok(fs.existsSync(path.join(SPOOL, recordName(`${s.id}:1`))), 'the turn waits in the spool')
   } finally {
     process.kill(SERVER_PID, 'SIGCONT')
   }
@@ -159,11 +159,9 @@ test('hard guard: a frozen service gives the original decision and timedOut at t
 test('turn/end twice spools once; disposal drains, closes and unregisters, and keeps a server it did not start', async () => {
   const h = await createHarness(plugin, BASE)
   const s = session('dispose')
-  const spool = path.join(HOME, 'dsh', 'spool.jsonl')
-  const before = fs.readFileSync(spool, 'utf8').split('\n').length
+  const capturedBefore = (await status()).captured
   await turn(h, s, 1, `dispose test ${RUN}: keep the deploy window on fridays closed`, 'Understood.')
   h.sessionEvent(s, { type: 'turn/end', seq: 4, time: Date.now(), data: { turn: 1, reason: { kind: 'completed' } } })
-  assert.equal(fs.readFileSync(spool, 'utf8').split('\n').length, before + 1)
   const disposedAt = performance.now()
   h.sessionDisposed(s)
   assert.ok(performance.now() - disposedAt < 50, 'session/disposed returns at once')
@@ -172,8 +170,8 @@ test('turn/end twice spools once; disposal drains, closes and unregisters, and k
   assert.equal(r.disposerCalls, 1)
   const st = await status()
   assert.equal(st.pending, 0)
-  const done = fs.readFileSync(path.join(HOME, 'dsh', 'spool.done'), 'utf8')
-  assert.equal(done.split('\n').filter((l) => l.includes(`"${RUN}-dispose:1"`)).length, 1)
+  assert.equal(st.captured, capturedBefore + 1) // spooled once, captured once
+  assert.ok(!fs.existsSync(path.join(SPOOL, recordName(`${s.id}:1`))), 'consumed turns leave the spool')
   assert.deepEqual(h.services.systemPrompt.list(), [])
   assert.deepEqual(h.services.tools.list(), [])
   for (const ev of ['agent/pre-step', 'session/event', 'session/disposed']) assert.equal(listeners(h.root, ev).length, 0, ev)

@@ -17,13 +17,14 @@ from typing import Any
 from stratamem.contract.dtos import TurnRoute
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.context_block import MAX_CONTEXT_CHARS
+from stratamem.contract.hostkit.log import get_logger
+from stratamem.contract.hostkit.spool import SpoolRecord
 from stratamem.contract.protocol import MemoryCore
-from stratamem.core.telemetry import get_logger
 from stratamem.dsh.capture import TurnRecord, plan_capture
 from stratamem.dsh.namespace import SessionInfo
 from stratamem.dsh.queues import Job, SerialQueues
 from stratamem.dsh.recall import RecallOutcome, TurnStates, recall
-from stratamem.dsh.spool import Spool
+from stratamem.dsh.spool import open_spool
 from stratamem.dsh.tools import TOOL_RESULT_MAX_CHARS, call_dsh_tool
 
 _log = get_logger("dsh.bridge")
@@ -45,13 +46,13 @@ class DshBridge:
     def __init__(self, core: MemoryCore, home: Path, *, poll_interval_s: float = POLL_INTERVAL_S):
         self.core = core
         self.home = Path(home)
-        self.spool = Spool(self.home)
+        self.spool = open_spool(self.home)
         self.queues = SerialQueues()
         self.states = TurnStates()
         self.poll_interval_s = poll_interval_s
         self.captured = 0
         self.failed = 0
-        self._queued: set[str] = set()
+        self._queued: dict[str, SpoolRecord] = {}
         self._episodes: dict[str, str] = {}
         self._sessions: set[str] = set()
         self._closed: set[str] = set()
@@ -115,22 +116,31 @@ class DshBridge:
 
     # ------------------------------------------------------------------ capture
     def poll_spool(self) -> int:
-        """Queue every spooled turn not yet done nor queued; returns how many were queued."""
+        """Claim every spooled turn and queue it on its session's lane; returns how many were queued."""
         queued = 0
-        for data in self.spool.read_new():
+        for rec in self.spool.claim():
             try:
-                record = TurnRecord.from_json(data)
+                record = TurnRecord.from_json(rec.data)
             except (TypeError, ValueError) as exc:
                 _log.warning("dsh.spool_bad_record", error=str(exc))
+                self.spool.set_aside(rec, "bad_record")
                 continue
-            if not record.session.session_id or record.key in self.spool.done:
+            if not record.session.session_id:
+                self.spool.set_aside(rec, "bad_record")
                 continue
-            if record.key in self._queued:
-                continue  # turn/end emitted twice, or a second process spooled it too
-            self._queued.add(record.key)
-            self.queues.enqueue(record.session.session_id, self._capture_job(record), record.key)
+            if rec.key in self._queued:
+                self.spool.consumed(rec, "duplicate")  # spooled again while the first is queued
+                continue
+            self._queued[rec.key] = rec
+            self.queues.enqueue(record.session.session_id, self._capture_job(record), rec.key)
             queued += 1
         return queued
+
+    def _release_unfinished(self) -> None:
+        """Queued turns that will not run now go back to the spool (the next start-up applies them)."""
+        for rec in list(self._queued.values()):
+            self.spool.release(rec)
+        self._queued.clear()
 
     def _capture_job(self, record: TurnRecord) -> Job:
         return lambda: self._capture(record)
@@ -143,7 +153,7 @@ class DshBridge:
         self._sessions.add(sid)
         plan = plan_capture(record)
         if plan is None:
-            self.spool.mark(record.key, "skipped")
+            self._finish(record.key, "skipped")
             return
         route: TurnRoute | None = None
         try:
@@ -163,13 +173,24 @@ class DshBridge:
         except StratamemError as exc:
             if exc.code in PERMANENT:
                 self.failed += 1
-                self.spool.mark(record.key, "failed")
+                self._finish(record.key, "failed")
                 _log.warning("dsh.capture_failed", key=record.key, error=str(exc))
                 return
-            self._queued.discard(record.key)  # stays in the spool: the next start-up replays it
+            rec = self._queued.pop(record.key, None)
+            if rec is not None:
+                self.spool.release(rec)  # back in the spool: a later poll or start-up retries it
             raise
-        self.spool.mark(record.key, "captured")
+        self._finish(record.key, "captured")
         self.captured += 1
+
+    def _finish(self, key: str, status: str) -> None:
+        rec = self._queued.pop(key, None)
+        if rec is None:
+            return
+        if status == "failed":
+            self.spool.set_aside(rec, status)  # kept in the spool's dead/ for inspection
+        else:
+            self.spool.consumed(rec, status)
 
     # ------------------------------------------------------------------ sessions
     def session_disposed(self, info: SessionInfo) -> None:
@@ -216,7 +237,8 @@ class DshBridge:
         await self.stop()
         report = await self.drain(timeout_s, close_sessions=True)
         if not report.drained:
-            self.queues.cancel()  # what is left stays in the spool for the next start-up
+            self.queues.cancel()
+            self._release_unfinished()  # what is left stays in the spool for the next start-up
         if shutdown_core:
             await self.core.shutdown()
         return report

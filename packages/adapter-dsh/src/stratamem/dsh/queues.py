@@ -10,7 +10,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from stratamem.core.telemetry import get_logger
+from stratamem.contract.hostkit.log import get_logger
 
 _log = get_logger("dsh.queue")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from stratamem.contract.dtos import RetrievalQuery
 from stratamem.contract.hostkit.context_block import MAX_CONTEXT_CHARS, render_context_block
+from stratamem.contract.hostkit.log import get_logger
 from stratamem.contract.protocol import MemoryCore
-from stratamem.core.telemetry import get_logger
 from stratamem.dsh.host_api import AGENT, USER_SOURCE
 from stratamem.dsh.namespace import SessionInfo, resolve_namespace
 

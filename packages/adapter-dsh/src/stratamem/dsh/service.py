@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 
 from stratamem.contract.errors import ErrorCode, StratamemError
-from stratamem.core.telemetry import get_logger
+from stratamem.contract.hostkit.log import get_logger
 from stratamem.dsh.bridge import DRAIN_TIMEOUT_S, DshBridge
 from stratamem.dsh.namespace import SessionInfo
 from stratamem.hosts.dsh.v1 import dsh_pb2 as pb
@@ -116,7 +116,7 @@ class DshServicer:
         return pb.StatusResponse(
             pending=self.bridge.queues.pending,
             captured=self.bridge.captured,
-            spool_path=str(self.bridge.spool.path),
+            spool_path=str(self.bridge.spool.dir),
             failed=self.bridge.failed,
         )
 

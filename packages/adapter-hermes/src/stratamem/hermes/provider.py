@@ -307,7 +307,7 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
         )
         if bridge is None or not bridge.ready(SYNC_OPEN_WAIT_S):
             # the core is still opening (or already closed): hand the turn over durably instead
-            spool.put(turn, result)
+            spool.put_turn(turn, result)
             return
         try:
             if result.episode_id is None:  # recall was skipped or cut off: route now, same key
@@ -322,7 +322,7 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
         except StratamemError as exc:
             if exc.code not in _SPOOL_CODES:
                 raise
-            spool.put(turn, result)
+            spool.put_turn(turn, result)
 
     # -- session boundaries ---------------------------------------------------------------------
     def on_pre_compress(self, messages: list[dict[str, Any]], **_: Any) -> str:

@@ -20,8 +20,8 @@ from stratamem.contract.dtos import (
     TurnResult,
 )
 from stratamem.contract.hostkit.context_block import render_context_block
+from stratamem.contract.hostkit.log import get_logger
 from stratamem.contract.protocol import MemoryCore
-from stratamem.core.telemetry import get_logger
 from stratamem.openclaw.envelope import strip_envelope
 from stratamem.openclaw.identity import AGENT_KIND, namespace_for, session_id_for
 from stratamem.openclaw.skips import is_explicit_one_shot, is_temp_session, skip_reason

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.log import get_logger
 from stratamem.contract.protocol import MemoryCore
-from stratamem.core.telemetry import get_logger
 from stratamem.hosts.openclaw.v1 import openclaw_pb2 as pb
 from stratamem.hosts.openclaw.v1 import openclaw_pb2_grpc as pb_grpc
 from stratamem.openclaw import tools

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from stratamem.core.telemetry import get_logger
+from stratamem.contract.hostkit.log import get_logger
 from stratamem.core.workspace import TOOL_DEFINITIONS, WorkspaceMemory, dispatch_tool
 from stratamem.core.workspace.layout import OPENCLAW_LAYOUT
 

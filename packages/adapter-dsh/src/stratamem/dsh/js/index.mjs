@@ -11,7 +11,7 @@ import {
   createUserMessage, defineTool, headerOf, sessionOf, textOf,
 } from './host-api.mjs'
 import { ensureServer, stopChild } from './server.mjs'
-import { appendSync, plainEvent, spoolPath } from './spool.mjs'
+import { plainEvent, putSync, spoolDir } from './spool.mjs'
 import { TOOLS, TIMED_OUT_RESULT } from './tools.mjs'
 
 export { Config }
@@ -62,7 +62,7 @@ export async function apply(ctx, config) {
   if (!config.enabled) return async () => {}
   const log = (...args) => console.warn('[stratamem]', ...args)
   const home = resolveHome(config)
-  const spool = spoolPath(home)
+  const spool = spoolDir(home)
   const refs = new WeakMap() // Session object -> plugin-minted id
   const states = new WeakMap() // Session object -> { turns: Map, spooled: Set, active }
   const disposers = []
@@ -160,7 +160,7 @@ export async function apply(ctx, config) {
         if (!config.captureEnabled) return
         const ref = sessionRef(session)
         // durable before the listener returns: a SIGKILL of DSH or of the service loses nothing
-        appendSync(spool, {
+        putSync(spool, {
           v: 1,
           key: `${ref.session_id}:${turn}`,
           session: ref,
