@@ -86,7 +86,9 @@ async def _measure(
     store = core.store
     tbl = store.table("traces")
     tables = {n: store.table(n) for n in ("traces", "policies", "world_models", "skills")}
-    where = TraceFilter(namespace=ns).where(vector=True)
+    flt = TraceFilter(namespace=ns)
+    where = flt.where(vector=True)
+    hot = store.hot.table("traces") if store.hot is not None else None
     samples = Samples()
     recall: dict[str, list[float]] = {}
     hits_seen = 0
@@ -110,6 +112,18 @@ async def _measure(
             recall.setdefault("vector_channel", []).append(
                 metrics.overlap_at_k([r["id"] for r, _s in got], exact, 10)
             )
+        if hot is not None:
+            from stratamem.core.retrieval.hot_channels import trace_mask
+
+            def hot_vec(q: np.ndarray = qvec) -> list[tuple[int, float]]:
+                return hot.vector("vec_summary", q, trace_mask(hot, flt, vector=True), 20)
+
+            ms, got_hot = time_sync(hot_vec)
+            if keep:
+                samples.add("hot_vector", ms)
+                recall.setdefault("hot_vector", []).append(
+                    metrics.overlap_at_k([str(hot.ids[s]) for s, _ in got_hot], exact, 10)
+                )
         if ann:
             ms, tuned = await time_async(
                 lambda q=qvec: store.vector_search(
@@ -140,6 +154,8 @@ async def _measure(
             lightweight=core.lightweight,
             deadline=time.monotonic() + 30,
             tiers=scheduled_tiers(query),
+            store=store,
+            hot=store.hot,
         )
         ms, res = await time_async(lambda c=ctx: retrieve(c))
         if keep:
@@ -194,6 +210,13 @@ async def run_size(
             t0 = time.perf_counter()
             await core.store.optimize()
             out["optimize_s"] = round(time.perf_counter() - t0, 2)
+            # the rows were written behind the store's back: rebuild the in-memory mirror (as at a
+            # restart), including its ANN graph when the table passes the threshold
+            t0 = time.perf_counter()
+            await core.store.reload_hot()
+            out["hot_load_s"] = round(time.perf_counter() - t0, 2)
+            if core.store.hot is not None:
+                out["hot"] = core.store.hot.stats()["traces"]
             out["flat"] = await _measure(
                 core, embedder, ids, matrix, queries, warmup, False, "flat"
             )

@@ -226,6 +226,18 @@ DEFAULTS: dict[str, Any] = {
         "ann_nprobes": 20,
         "ann_ef": 100,
         "ann_refine_factor": 5,
+        #: serve recall from the in-memory mirror of the tables (hotindex/); LanceDB stays the
+        #: store of record
+        "hot_index": True,
+        #: above this many vectors in a column the mirror adds an HNSW graph (usearch, int8)
+        "hot_ann_threshold_rows": 20000,
+        "hot_ann_connectivity": 16,
+        "hot_ann_expansion_add": 64,
+        "hot_ann_expansion_search": 96,
+        "hot_ann_dtype": "i8",
+        "hot_ann_threads": 2,
+        #: a filtered ANN query over-fetches limit×2/share; past this it scans exactly instead
+        "hot_ann_max_fetch": 2000,
         "optimize_interval_s": 300,
         "optimize_after_rows": 500,
         "cleanup_older_than_s": 300,

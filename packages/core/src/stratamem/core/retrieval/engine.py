@@ -26,7 +26,8 @@ from stratamem.contract.dtos import (
     TierLatency,
 )
 from stratamem.core.ids import new_id, now_ms
-from stratamem.core.retrieval import channels as ch
+from stratamem.core.retrieval import hot_channels as hc
+from stratamem.core.retrieval import hot_tiers, lance_tiers
 from stratamem.core.retrieval.candidates import Candidate, Pool, num, priority_for, unit
 from stratamem.core.retrieval.deadline import Deadline
 from stratamem.core.retrieval.filters import TraceFilter, simple_where, visible_context
@@ -74,6 +75,8 @@ class RetrievalContext:
     llm: Any | None = None
     #: the ``LanceStore`` behind ``tables`` (its ANN recall knobs), when retrieval runs in a core
     store: Any | None = None
+    #: the in-memory hot index serving the tables (None: query LanceDB directly)
+    hot: Any | None = None
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -122,6 +125,7 @@ class _Run:
         self.now = ctx.now_ms if ctx.now_ms is not None else now_ms()
         self.min_sim = float(setting(self.cfg, "min_trace_sim"))
         self.filtered: FilterResult | None = None
+        self.hot = ctx.hot
 
     def s(self, key: str) -> Any:
         return setting(self.cfg, key)
@@ -130,83 +134,56 @@ class _Run:
         return self.ctx.tables.get(name) if self.ctx.tables else None
 
     # -- generic table tier (skills, experiences, world models) --------------------------------
-    async def _table_pool(
-        self,
-        pool: Pool,
-        table: Any,
-        where: str,
-        vec_floor: float,
-        vec_limit: int,
-        kw_limit: int,
-        pool_table: str | None = None,
-    ) -> None:
-        dl, cq = self.dl, self.cq
-
-        async def vec() -> ch.Scored:
-            if self.qvec is None:
-                return []
-            qv = self.qvec
-            got = await dl.run(
-                "vec",
-                lambda: ch.table_vector(
-                    table, "vec", qv, where, vec_limit, store=self.ctx.store, name=pool_table
-                ),
+    async def _learned(
+        self, pool: Pool, name: str, where: Sequence[str], pred: Any, floor: float, k: int
+    ) -> bool:
+        """A learned layer's channels, from the hot index or LanceDB; False when it holds nothing
+        (the tier is skipped without a query)."""
+        vec_limit = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
+        kw_limit = max(k, int(self.s("keyword_top_k")))
+        if self.hot is not None:
+            t = self.hot.table(name)
+            if t is None:
+                return False
+            mask = hc.owner_mask(t, self.ctx.namespace, pred)
+            hot_tiers.table_pool(
+                pool,
+                t,
+                self.cq,
+                self.qvec,
+                mask,
+                vec_floor=floor,
+                vec_limit=vec_limit,
+                kw_limit=kw_limit,
             )
-            return [(r, sc) for r, sc in (got or []) if sc >= vec_floor]
-
-        async def fts() -> ch.Scored:
-            got = await dl.run("fts", lambda: ch.table_fts(table, cq.fts_text, where, kw_limit))
-            return ch.floor_relative(ch.merge_scored(got or [], [], normalise=True), 0.0, 0.2)
-
-        async def pattern() -> ch.Scored:
-            indexed = await dl.run("indices", lambda: ch.has_text_index(table))
-            if indexed is None or not ch.needs_table_pattern(cq.terms, indexed):
-                return []
-            w = await dl.run("pattern_idf", lambda: ch.pattern_weights(table, cq.terms, where, []))
-            if not w or not w[0]:
-                return []
-            terms, weights, dfs = w
-            got = await dl.run(
-                "pattern",
-                lambda: ch.table_pattern(table, terms, weights, dfs, where, kw_limit, _search_text),
-            )
-            return [(r, sc) for r, sc in (got or []) if sc >= 0.25]
-
-        async def exact() -> ch.Scored:
-            if not cq.identifiers:
-                return []
-            ids = cq.identifiers
-            return (
-                await dl.run("exact", lambda: ch.table_substring(table, ids, where, kw_limit)) or []
-            )
-
-        v, f, p, e = await asyncio.gather(vec(), fts(), pattern(), exact())
-        pool.add_channel("vec", v)
-        pool.add_channel("fts", f)
-        pool.add_channel("pattern", p)
-        pool.add_channel("exact_identifier", e)
-
-    async def tier1(self) -> None:
-        table = self.table("skills")
+            return True
+        table = self.table(name)
         if table is None:
-            return
-        t0 = time.perf_counter()
-        pool = Pool("skill", ("vec",), _search_text)
-        where = simple_where(
-            self.ctx.namespace,
-            ["status IN ('active', 'candidate')", f"eta >= {float(self.s('min_skill_eta'))}"],
-        )
-        k = self.plan.caps[1]
-        vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
-        await self._table_pool(
+            return False
+        await lance_tiers.table_pool(
             pool,
             table,
-            where,
-            self.min_sim,
-            vec_pool,
-            max(k, int(self.s("keyword_top_k"))),
-            "skills",
+            simple_where(self.ctx.namespace, where),
+            self.cq,
+            self.qvec,
+            self.dl,
+            store=self.ctx.store,
+            name=name,
+            vec_floor=floor,
+            vec_limit=vec_limit,
+            kw_limit=kw_limit,
+            text_of=_search_text,
         )
+        return True
+
+    async def tier1(self) -> None:
+        t0 = time.perf_counter()
+        pool = Pool("skill", ("vec",), _search_text)
+        min_eta = float(self.s("min_skill_eta"))
+        where = ["status IN ('active', 'candidate')", f"eta >= {min_eta}"]
+        ok = _skill_ok(min_eta)
+        if not await self._learned(pool, "skills", where, ok, self.min_sim, self.plan.caps[1]):
+            return
         blend = float(self.s("skill_eta_blend"))
         for c in pool.items.values():
             c.boost = blend * num(c.row, "eta")
@@ -214,47 +191,22 @@ class _Run:
         self.latency[1] += (time.perf_counter() - t0) * 1000
 
     async def tier3(self) -> None:
-        table = self.table("world_models")
-        if table is None:
-            return
         t0 = time.perf_counter()
         pool = Pool("world_model", ("vec",), _search_text)
-        where = simple_where(self.ctx.namespace, ["coalesce(status, 'active') <> 'archived'"])
-        k = self.plan.caps[3]
-        vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
+        where = ["coalesce(status, 'active') <> 'archived'"]
         floor = min(self.min_sim, 0.15)
-        await self._table_pool(
-            pool,
-            table,
-            where,
-            floor,
-            vec_pool,
-            max(k, int(self.s("keyword_top_k"))),
-            "world_models",
-        )
+        k = self.plan.caps[3]
+        if not await self._learned(pool, "world_models", where, _world_model_ok, floor, k):
+            return
         self.pools.append(pool)
         self.latency[3] += (time.perf_counter() - t0) * 1000
 
     async def experiences(self) -> None:
-        table = self.table("policies")
-        if table is None:
-            return
         pool = Pool("experience", ("vec",), _search_text)
-        where = simple_where(
-            self.ctx.namespace,
-            ["status IN ('active', 'candidate')", "array_length(source_feedback_ids) > 0"],
-        )
+        where = ["status IN ('active', 'candidate')", "array_length(source_feedback_ids) > 0"]
         k = self.plan.caps[2]
-        vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
-        await self._table_pool(
-            pool,
-            table,
-            where,
-            self.min_sim,
-            vec_pool,
-            max(k, int(self.s("keyword_top_k"))),
-            "policies",
-        )
+        if not await self._learned(pool, "policies", where, _experience_ok, self.min_sim, k):
+            return
         for c in pool.items.values():
             c.boost = 0.2 * max(
                 num(c.row, "salience"), num(c.row, "confidence", 0.5), num(c.row, "gain")
@@ -278,106 +230,41 @@ class _Run:
 
     async def tier2(self) -> None:
         t0 = time.perf_counter()
-        table = self.table("traces")
-        dl, cq = self.dl, self.cq
+        cq = self.cq
         flt = self.trace_filter()
         pending = [dict(r) for r in self.ctx.pending_traces if "id" in r]
-        lex_pending = [r for r in pending if flt.accepts(r)]
         k = self.plan.caps[2]
         vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
         kw_pool = max(k, int(self.s("keyword_top_k")))
         personal = self.profile == "personal_fact"
         use_action = not self.lightweight and not personal
-        tag_mode = str(self.s("tag_filter"))
-        where = flt.where()
-
-        async def vec(column: str, with_tags: bool, ratio: float) -> ch.Scored:
-            if self.qvec is None:
-                return []
-            qv = self.qvec
-            got: ch.Scored = []
-            if table is not None:
-                w = flt.where(vector=True, with_tags=with_tags)
-                got = (
-                    await dl.run(
-                        column,
-                        lambda: ch.table_vector(
-                            table, column, qv, w, vec_pool, store=self.ctx.store, name="traces"
-                        ),
-                    )
-                    or []
-                )
-            rows = [r for r in pending if flt.accepts(r, vector=True, with_tags=with_tags)]
-            merged = ch.merge_scored(got, ch.pending_vector(rows, column, qv))
-            return ch.floor_relative(merged, self.min_sim, ratio)[:vec_pool]
-
-        async def vectors() -> tuple[ch.Scored, ch.Scored]:
-            tagged = bool(flt.tags)
-            rs, ra = (0.55, 0.65) if personal else (0.45, 0.45)
-            jobs = [vec("vec_summary", tagged, rs)]
-            if use_action:
-                jobs.append(vec("vec_action", tagged, ra))
-            got = await asyncio.gather(*jobs)
-            s_hits, a_hits = got[0], (got[1] if len(got) > 1 else [])
-            if tagged and tag_mode == "auto" and not s_hits and not a_hits:
-                s_hits = await vec("vec_summary", False, rs)
-            return s_hits, a_hits
-
-        async def fts() -> ch.Scored:
-            got: ch.Scored = []
-            if table is not None:
-                got = (
-                    await dl.run("fts", lambda: ch.table_fts(table, cq.fts_text, where, kw_pool))
-                    or []
-                )
-            merged = ch.merge_scored(got, ch.pending_bm25(lex_pending, cq.terms), normalise=True)
-            return ch.floor_relative(merged, 0.0, 0.2)[:kw_pool]
-
-        async def pattern() -> ch.Scored:
-            texts = [_search_text(r) for r in lex_pending]
-            on_table = False
-            if table is not None:
-                indexed = await dl.run("indices", lambda: ch.has_text_index(table))
-                on_table = indexed is not None and ch.needs_table_pattern(cq.terms, indexed)
-            src = table if on_table else None
-            w = await dl.run("pattern_idf", lambda: ch.pattern_weights(src, cq.terms, where, texts))
-            if not w or not w[0]:
-                return []
-            terms, weights, dfs = w
-            got: ch.Scored = []
-            if on_table:
-                got = (
-                    await dl.run(
-                        "pattern",
-                        lambda: ch.table_pattern(
-                            table, terms, weights, dfs, where, kw_pool, _search_text
-                        ),
-                    )
-                    or []
-                )
-            merged = ch.merge_scored(
-                got, ch.pending_pattern(lex_pending, terms, weights, _search_text)
+        opts: dict[str, Any] = {
+            "min_sim": self.min_sim,
+            "vec_pool": vec_pool,
+            "kw_pool": kw_pool,
+            "k": k,
+            "personal": personal,
+            "use_action": use_action,
+            "tag_mode": str(self.s("tag_filter")),
+            "text_of": _search_text,
+        }
+        if self.hot is not None:
+            got = hot_tiers.trace_channels(
+                self.hot.table("traces"), cq, self.qvec, flt, pending, **opts
             )
-            return [(r, sc) for r, sc in merged if sc >= 0.25][:kw_pool]
-
-        async def substring(name: str, needles: Sequence[str], limit: int) -> ch.Scored:
-            if not needles:
-                return []
-            got: ch.Scored = []
-            if table is not None:
-                got = (
-                    await dl.run(name, lambda: ch.table_substring(table, needles, where, limit))
-                    or []
-                )
-            return ch.merge_scored(got, ch.pending_substring(lex_pending, needles))[:limit]
-
-        (s_hits, a_hits), f_hits, p_hits, st_hits, ex_hits = await asyncio.gather(
-            vectors(),
-            fts(),
-            pattern(),
-            substring("structural", cq.error_fragments, max(k, 10)),
-            substring("exact_identifier", cq.identifiers, kw_pool),
-        )
+        else:
+            got = await lance_tiers.trace_channels(
+                self.table("traces"),
+                cq,
+                self.qvec,
+                flt,
+                pending,
+                self.dl,
+                store=self.ctx.store,
+                **opts,
+            )
+        s_hits, a_hits, f_hits = got.vec_summary, got.vec_action, got.fts
+        p_hits, st_hits, ex_hits = got.pattern, got.structural, got.exact_identifier
         pool = Pool("trace", ("vec_summary", "vec_action"), _trace_text)
         pool.add_channel("vec_summary", s_hits)
         pool.add_channel("vec_action", a_hits)
@@ -530,7 +417,7 @@ class _Run:
     async def linked_policies(self, ranked: Sequence[Ranked]) -> list[dict[str, Any]]:
         """Active policies induced from the episodes of the kept traces/episodes (full mode)."""
         table = self.table("policies")
-        if not self.plan.guidance or table is None:
+        if not self.plan.guidance or (table is None and self.hot is None):
             return []
         eps = sorted(
             {
@@ -541,6 +428,10 @@ class _Run:
         )
         if not eps:
             return []
+        if self.hot is not None or table is None:
+            return _hot_linked(
+                self.hot.table("policies") if self.hot else None, self.ctx.namespace, set(eps)
+            )
         where = simple_where(
             self.ctx.namespace,
             [
@@ -550,8 +441,7 @@ class _Run:
                 + "))",
             ],
         )
-        rows = await self.dl.run("guidance", lambda: table.query().where(where).limit(20).to_list())
-        return list(rows or [])
+        return await lance_tiers.linked_policies(table, where, self.dl)
 
     def guidance(
         self, ranked: Sequence[Ranked], linked: Sequence[Mapping[str, Any]] = ()
@@ -599,6 +489,35 @@ class _Run:
             cut_off=self.dl.cut_off,
             packet_id=new_id("pk") if hits else f"empty-{self.now}",
         )
+
+
+# -- the learned tables' row predicates on the hot path (the ``where`` strings above, per row) --
+def _skill_ok(min_eta: float) -> Any:
+    def ok(r: Mapping[str, Any]) -> bool:
+        eta = r.get("eta")
+        return r.get("status") in ("active", "candidate") and eta is not None and eta >= min_eta
+
+    return ok
+
+
+def _world_model_ok(r: Mapping[str, Any]) -> bool:
+    return (r.get("status") or "active") != "archived"
+
+
+def _experience_ok(r: Mapping[str, Any]) -> bool:
+    return (
+        r.get("status") in ("active", "candidate") and len(r.get("source_feedback_ids") or ()) > 0
+    )
+
+
+def _hot_linked(t: Any, ns: Namespace | None, eps: set[str]) -> list[dict[str, Any]]:
+    if t is None:
+        return []
+
+    def ok(r: Mapping[str, Any]) -> bool:
+        return r.get("status") == "active" and not eps.isdisjoint(r.get("source_episode_ids") or ())
+
+    return [dict(t.rows[s] or {}) for s in np.flatnonzero(hc.owner_mask(t, ns, ok))[:20]]
 
 
 # -- public entry points -----------------------------------------------------------------------
@@ -660,6 +579,7 @@ async def retrieve(
             tiers=scheduled_tiers(query),
             llm=getattr(core, "llm", None),
             store=store,
+            hot=getattr(store, "hot", None),
         )
     return await _Run(ctx).run()
 

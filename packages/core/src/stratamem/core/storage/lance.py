@@ -25,6 +25,7 @@ import pyarrow as pa
 from lancedb.index import FTS, IvfHnswSq
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.hotindex import HotIndex
 from stratamem.core.storage.ownership import ids_where as ids_where  # re-export (local.py)
 from stratamem.core.storage.ownership import quote
 from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES
@@ -48,6 +49,12 @@ class LanceStore:
         self._rows_since_optimize = 0
         self._nonempty: set[str] = set()
         self.index_lock = asyncio.Lock()
+        #: the in-memory mirror recall reads (None when ``storage.hot_index`` is off)
+        self.hot: HotIndex | None = (
+            HotIndex({n: v for n, (_f, v) in TABLES.items()}, dim, storage_cfg)
+            if storage_cfg.get("hot_index", True)
+            else None
+        )
 
     # -- open ------------------------------------------------------------------------------
     async def open(self) -> LanceStore:
@@ -65,7 +72,14 @@ class LanceStore:
             if await tbl.count_rows() > 0:
                 self._nonempty.add(name)
             await self._refresh_index_state(name)
+        await self.reload_hot()
         return self
+
+    async def reload_hot(self) -> None:
+        """Rebuild the in-memory mirror from LanceDB (open, or after writes behind the store's back)."""
+        if self.hot is not None:
+            counts = await self.hot.load(self._tables)
+            _log.info("storage.hot_loaded", **counts)
 
     def _check_dimension(self, name: str, schema: pa.Schema) -> None:
         meta = schema.metadata or {}
@@ -110,6 +124,8 @@ class LanceStore:
         return (name, column) in self._ann_ready
 
     def close(self) -> None:
+        if self.hot is not None:
+            self.hot.cancel_builds()
         for tbl in self._tables.values():
             tbl.close()  # type: ignore[no-untyped-call]
         self._tables.clear()
@@ -133,14 +149,20 @@ class LanceStore:
         )
         self._rows_since_optimize += len(rows)
         self._nonempty.add(name)
+        if self.hot is not None:
+            self.hot.upsert(name, rows)
         return len(rows)
 
     async def update(self, name: str, row_id: str, values: dict[str, Any]) -> None:
         await self._tables[name].update(values, where=f"id = {quote(row_id)}")
+        if self.hot is not None:
+            self.hot.update(name, row_id, values)
 
     async def delete(self, name: str, ids: Sequence[str]) -> None:
         if ids:
             await self._tables[name].delete(ids_where(ids))
+            if self.hot is not None:
+                self.hot.delete(name, ids)
 
     # -- reads -----------------------------------------------------------------------------
     async def get_rows(

@@ -1,0 +1,183 @@
+"""Flame summary of the per-turn hot path: ``search`` (without the embed) and ``turn_start`` in a loop
+over N synthetic traces, sampled by py-spy; prints the frames that hold the time (inclusive and self).
+
+    python -m bench.flame --rows 1000,10000,100000 --out bench/results/flame-before.md
+
+py-spy samples the whole process; only stacks inside ``hot_loop`` are summarised (loading the store
+and building indexes are not the hot path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+LOOP_FRAME = "hot_loop"
+
+
+async def hot_loop(
+    core: Any, vecs: list[Any], queries: list[str], seconds: float
+) -> dict[str, Any]:
+    """search without the embed, then turn_start with it, alternately, for ``seconds``."""
+    from bench.corpus import AGENT
+    from bench.scaling import FixedQueryEmbedder
+    from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
+    from stratamem.core.retrieval.engine import RetrievalContext, retrieve, scheduled_tiers
+
+    ns = Namespace(agent_kind=AGENT)
+    store = core.store
+    tables = {n: store.table(n) for n in ("traces", "policies", "world_models", "skills")}
+    t_end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < t_end:
+        i = n % len(queries)
+        query = RetrievalQuery(
+            agent=AGENT, query=queries[i], namespace=ns, session_id=f"f-{n}", reason="turn_start"
+        )
+        ctx = RetrievalContext(
+            query=query,
+            namespace=ns,
+            tables=tables,
+            embedder=FixedQueryEmbedder(vecs[i]),
+            config=core.config,
+            lightweight=core.lightweight,
+            deadline=time.monotonic() + 30,
+            tiers=scheduled_tiers(query),
+            store=store,
+            hot=getattr(core, "hot", None),
+        )
+        await retrieve(ctx)
+        turn = TurnInput(
+            agent=AGENT,
+            session_id=f"ft-{n}",
+            user_text=queries[i],
+            ts=int(time.time() * 1000),
+            namespace=ns,
+        )
+        await core.turn_start(turn)
+        n += 1
+    return {"iterations": n}
+
+
+async def _drive(rows: int, seconds: float, seed: int) -> None:
+    import numpy as np
+
+    from bench.corpus import build_corpus, load_store, query_texts
+    from bench.scaling import PRODUCTION_OVERRIDES
+    from stratamem.core.embedding import load_embedder
+    from stratamem.core.local import open_local_core
+
+    embedder = load_embedder({"cache": {"enabled": False}})
+    corpus = build_corpus(embedder, seed)
+    with tempfile.TemporaryDirectory(prefix=f"bench-flame-{rows}-") as tmp:
+        core = await open_local_core(Path(tmp), embedder=embedder, **PRODUCTION_OVERRIDES)
+        try:
+            await load_store(core.store, corpus, rows)
+            await core.store.ensure_fts("traces")
+            await core.store.optimize()
+            reload = getattr(getattr(core, "hot", None), "reload", None)
+            if reload is not None:
+                await reload()
+            queries = query_texts(seed, 20)
+            vecs = [np.asarray(embedder.embed_query(t), dtype=np.float32) for t in queries]
+            out = await hot_loop(core, vecs, queries, seconds)
+            print(f"rows={rows} iterations={out['iterations']}", file=sys.stderr)
+        finally:
+            await core.shutdown()
+
+
+def summarise(raw: Path, top: int = 25) -> tuple[int, list[tuple[str, int, int]]]:
+    """(samples in the loop, [(frame, inclusive, self)]) from py-spy's collapsed output.
+
+    Samples include idle ones (``--idle``): time the loop waits on LanceDB's native threads or an
+    executor shows as the event loop's ``select``.
+    """
+    incl: collections.Counter[str] = collections.Counter()
+    self_: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        if not any(LOOP_FRAME in f for f in frames):
+            continue
+        c = int(count)
+        total += c
+        for f in set(frames):
+            incl[f] += c
+        self_[frames[-1]] += c
+    # frames on every sampled stack (the event loop, the driver) say nothing
+    rows = [f for f in sorted(incl, key=lambda f: -incl[f]) if incl[f] < 0.99 * total][:top]
+    by_self = sorted(self_, key=lambda f: -self_[f])[:top]
+    frames = list(dict.fromkeys(rows + by_self))
+    return total, [(f, incl[f], self_[f]) for f in frames]
+
+
+def _md(rows: int, total: int, frames: list[tuple[str, int, int]]) -> str:
+    out = [f"### {rows:,} traces — {total} samples in the loop", ""]
+    out.append("| frame | inclusive | self |")
+    out.append("|---|---|---|")
+    for f, inc, slf in frames:
+        out.append(
+            f"| `{f[:110]}` | {100 * inc / max(total, 1):.1f}% | {100 * slf / max(total, 1):.1f}% |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.flame", description=__doc__)
+    p.add_argument("--rows", default="1000,10000,100000")
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--drive", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.drive:
+        asyncio.run(_drive(args.drive, args.seconds, args.seed))
+        return 0
+    parts = [
+        "# Hot-path flame summary",
+        "",
+        f"py-spy, {args.seconds:.0f} s of alternating `search` (no embed) and `turn_start` per size;"
+        f" load average {os.getloadavg()[0]:.2f} at start. Inclusive = share of loop samples with the"
+        " frame on the stack; self = share where it is the leaf.",
+        "",
+    ]
+    for n in (int(x) for x in args.rows.split(",") if x):
+        with tempfile.TemporaryDirectory() as tmp:
+            raw = Path(tmp) / "raw.txt"
+            cmd = ["py-spy", "record", "--format", "raw", "--rate", "200", "--idle", "--function"]
+            cmd += ["-o", str(raw)]
+            cmd += ["--", sys.executable, "-m", "bench.flame", "--drive", str(n)]
+            cmd += ["--seconds", str(args.seconds), "--seed", str(args.seed), "--out", "-"]
+            done = subprocess.run(
+                cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+            )
+            its = [ln for ln in done.stderr.splitlines() if ln.startswith(f"rows={n} ")]
+            total, frames = summarise(raw)
+            parts.append(_md(n, total, frames))
+            if its:
+                k = int(its[-1].rsplit("=", 1)[1])
+                parts.append(
+                    f"{k} iterations (one `search` + one `turn_start` each) in {args.seconds:.0f} s:"
+                    f" {1000 * args.seconds / max(k, 1):.1f} ms per iteration; Python on the loop"
+                    f" thread {100 * total / (args.seconds * 200):.0f}% of the wall time (the rest"
+                    " waits: LanceDB's native threads, executors, the embedder's threads).\n"
+                )
+    parts.append(f"Load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}.")
+    args.out.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The hot index: every LanceDB table of a home mirrored in memory, written through by the store.
+
+LanceDB stays the store of record. ``LanceStore`` calls ``upsert``/``update``/``delete`` here after
+each successful write, so a query served from memory sees exactly what a LanceDB query would, without
+a round trip; ``load`` rebuilds everything from LanceDB at open (restart, or after something wrote
+the tables behind the store's back). Acknowledged, not yet applied journal rows stay the journal's
+(searched beside this index), which keeps read-your-writes without a second copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from stratamem.core.hotindex.table import HotTable
+from stratamem.core.telemetry import get_logger
+
+_log = get_logger("hotindex")
+
+
+class HotIndex:
+    def __init__(self, tables: Mapping[str, Sequence[str]], dim: int, cfg: Mapping[str, Any]):
+        self.cfg = cfg
+        self.dim = dim
+        self.tables = {name: HotTable(name, cols, dim, cfg) for name, cols in tables.items()}
+        self._builds: set[asyncio.Task[None]] = set()
+
+    def table(self, name: str) -> HotTable | None:
+        """The table, or None while it holds no live row (readers skip it at no cost)."""
+        t = self.tables.get(name)
+        return t if t is not None and t.live > 0 else None
+
+    # -- write-through -----------------------------------------------------------------------
+    def upsert(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        t = self.tables[name]
+        t.upsert(rows)
+        self._maybe_build(t)
+
+    def update(self, name: str, row_id: str, values: Mapping[str, Any]) -> None:
+        self.tables[name].update(row_id, values)
+
+    def delete(self, name: str, ids: Sequence[str]) -> None:
+        self.tables[name].delete(ids)
+
+    # -- (re)build from the store of record --------------------------------------------------
+    async def load(
+        self, lance_tables: Mapping[str, Any], *, wait_ann: bool = True
+    ) -> dict[str, int]:
+        """Replace every table's contents with LanceDB's (batch by batch, vectors included)."""
+        counts: dict[str, int] = {}
+        for name, tbl in lance_tables.items():
+            if name not in self.tables:
+                continue
+            old = self.tables[name]
+            fresh = HotTable(name, old.vec_cols, self.dim, self.cfg)
+            fresh.reserve(int(await tbl.count_rows()))
+            reader = await tbl.query().to_batches(max_batch_length=8192)
+            async for batch in reader:
+                fresh.upsert(_batch_rows(batch, fresh.vec_cols))
+                await asyncio.sleep(0)  # a large home loads without starving the event loop
+            self.tables[name] = fresh
+            counts[name] = fresh.live
+            self._maybe_build(fresh)
+        if wait_ann:
+            await self.settle()
+        return counts
+
+    async def settle(self) -> None:
+        """Wait for background ANN builds (tests and benchmarks measure a settled index)."""
+        while self._builds:
+            await asyncio.gather(*list(self._builds), return_exceptions=True)
+
+    def _maybe_build(self, t: HotTable) -> None:
+        for col in t.vec_cols:
+            if t.needs_ann(col):
+                task = asyncio.get_running_loop().create_task(self._build(t, col))
+                self._builds.add(task)
+                task.add_done_callback(self._builds.discard)
+
+    async def _build(self, t: HotTable, col: str) -> None:
+        try:
+            await t.build_ann(col)
+            _log.info("hotindex.ann_built", table=t.name, column=col, rows=len(t.ann[col] or ()))
+        except Exception as exc:  # exact scans keep serving; the next write retries
+            _log.warning("hotindex.ann_failed", table=t.name, column=col, error=str(exc))
+
+    def cancel_builds(self) -> None:
+        for task in list(self._builds):
+            task.cancel()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            name: {
+                "rows": t.live,
+                "slots": t.n,
+                "ann": {c: len(a) for c, a in t.ann.items() if a is not None},
+                "vector_mb": round(sum(m.nbytes for m in t.vecs.values()) / 1e6, 1),
+            }
+            for name, t in self.tables.items()
+        }
+
+
+def _batch_rows(batch: Any, vec_cols: Sequence[str]) -> list[dict[str, Any]]:
+    names = batch.schema.names
+    plain = [n for n in names if n not in vec_cols]
+    rows: list[dict[str, Any]] = batch.select(plain).to_pylist()
+    for c in vec_cols:
+        if c not in names:
+            continue
+        col = batch.column(c)
+        dim = col.type.list_size
+        flat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+        if col.null_count:  # flatten() drops null entries: place the present ones
+            mat = np.zeros((len(col), dim), dtype=np.float32)
+            mat[valid] = flat.reshape(-1, dim)
+        else:
+            mat = flat.reshape(-1, dim)
+        for i, r in enumerate(rows):
+            r[c] = mat[i] if valid[i] else None
+    return rows

@@ -1,0 +1,220 @@
+"""In-memory lexical index of one table: BM25 over stemmed tokens, idf weights, substring probes.
+
+Analysis follows LanceDB's FTS defaults (simple tokenizer, lower case, ASCII folding, English
+stemming) so the channel ranks like the native index it replaces, plus CJK bigrams as tokens (the
+native tokenizer keeps a CJK run whole, so bigram queries never matched it). Postings are
+append-only ``array`` buffers read as numpy views: a query allocates nothing proportional to the
+table except one score buffer reused across queries.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+
+import numpy as np
+import snowballstemmer
+
+from stratamem.core.retrieval.text import CJK_RUN, cjk_bigrams
+
+_WORD = re.compile(r"[^\W_]+")
+_MAX_TOKEN = 40
+_stemmer = snowballstemmer.stemmer("english")
+K1, B = 1.2, 0.75
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return str(_stemmer.stemWord(word))
+
+
+def _fold(text: str) -> str:
+    if text.isascii():
+        return text.lower()
+    norm = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in norm if not unicodedata.combining(c))
+
+
+def analyze(text: str) -> list[str]:
+    """Index tokens of a document: stemmed words (CJK runs excluded) plus CJK bigrams."""
+    low = _fold(text or "")
+    out = [_stem(w) for w in _WORD.findall(low) if len(w) <= _MAX_TOKEN and not CJK_RUN.match(w)]
+    out.extend(cjk_bigrams(low))
+    return out
+
+
+def query_tokens(terms: Iterable[str]) -> list[str]:
+    """Tokens of the query's content terms (stop words already removed), deduplicated."""
+    out: list[str] = []
+    for term in terms:
+        for tok in analyze(term) if not CJK_RUN.fullmatch(term) else [term]:
+            if tok not in out:
+                out.append(tok)
+    return out
+
+
+def idf(n_docs: int, df: int) -> float:
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+class Lexical:
+    """Postings per token over the table's slots; a removed slot's postings are dropped eagerly."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, array[int]] = {}
+        self._tfs: dict[str, array[float]] = {}
+        self._len = array("f")
+        self._total = 0.0
+        self._docs = 0
+        self._score = np.zeros(0, dtype=np.float32)
+
+    # -- writes ------------------------------------------------------------------------------
+    def add(self, slot: int, text: str) -> None:
+        toks = analyze(text)
+        while len(self._len) <= slot:
+            self._len.append(0.0)
+        self._len[slot] = float(max(1, len(toks)))
+        self._total += self._len[slot]
+        self._docs += 1
+        for tok, tf in Counter(toks).items():
+            sl = self._slots.get(tok)
+            if sl is None:
+                sl = self._slots[tok] = array("i")
+                self._tfs[tok] = array("f")
+            sl.append(slot)
+            self._tfs[tok].append(float(tf))
+
+    def remove(self, slot: int, text: str) -> None:
+        """Forget ``slot`` (``text`` is what it was indexed with)."""
+        if slot >= len(self._len) or self._len[slot] == 0:
+            return
+        self._total -= self._len[slot]
+        self._len[slot] = 0.0
+        self._docs -= 1
+        for tok in set(analyze(text)):
+            sl = self._slots.get(tok)
+            if sl is None:
+                continue
+            keep = [i for i, s in enumerate(sl) if s != slot]
+            if not keep:
+                del self._slots[tok], self._tfs[tok]
+                continue
+            tfs = self._tfs[tok]
+            self._slots[tok] = array("i", (sl[i] for i in keep))
+            self._tfs[tok] = array("f", (tfs[i] for i in keep))
+
+    # -- reads -------------------------------------------------------------------------------
+    @property
+    def docs(self) -> int:
+        return self._docs
+
+    def postings(self, tok: str) -> tuple[np.ndarray, np.ndarray] | None:
+        sl = self._slots.get(tok)
+        if sl is None or not len(sl):
+            return None
+        return np.frombuffer(sl, dtype=np.int32), np.frombuffer(self._tfs[tok], dtype=np.float32)
+
+    def df(self, tok: str) -> int:
+        sl = self._slots.get(tok)
+        return len(sl) if sl is not None else 0
+
+    def _buffer(self) -> np.ndarray:
+        if len(self._score) < len(self._len):
+            self._score = np.zeros(max(len(self._len), 2 * len(self._score)), dtype=np.float32)
+        return self._score
+
+    def bm25(self, tokens: Sequence[str], mask: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """Okapi BM25 (OR over ``tokens``) of the slots passing ``mask``, best first."""
+        if not tokens or self._docs == 0 or limit <= 0:
+            return []
+        avg = self._total / self._docs
+        lens = np.frombuffer(self._len, dtype=np.float32)
+        score = self._buffer()
+        touched = []
+        for tok in tokens:
+            got = self.postings(tok)
+            if got is None:
+                continue
+            slots, tfs = got
+            w = idf(self._docs, len(slots))
+            dl = lens[slots]
+            score[slots] += w * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avg))
+            touched.append(slots)
+        return self._top(score, touched, mask, limit)
+
+    def weighted(
+        self, tokens: Sequence[str], weights: Sequence[float], mask: np.ndarray, limit: int
+    ) -> list[tuple[int, float]]:
+        """Share of the total ``weights`` whose token a slot holds (the pattern channel)."""
+        total = float(sum(weights))
+        if total <= 0 or limit <= 0:
+            return []
+        score = self._buffer()
+        touched = []
+        for tok, w in zip(tokens, weights, strict=True):
+            got = self.postings(tok)
+            if got is not None:
+                score[got[0]] += w / total
+                touched.append(got[0])
+        return self._top(score, touched, mask, limit)
+
+    @staticmethod
+    def _top(
+        score: np.ndarray, touched: list[np.ndarray], mask: np.ndarray, limit: int
+    ) -> list[tuple[int, float]]:
+        if not touched:
+            return []
+        cand = np.unique(np.concatenate(touched)) if len(touched) > 1 else touched[0]
+        vals = score[cand].copy()
+        score[cand] = 0.0  # the buffer is reused by the next query
+        inside = cand < len(mask)
+        cand, vals = cand[inside], vals[inside]
+        keep = mask[cand]
+        cand, vals = cand[keep], vals[keep]
+        if len(cand) > limit:
+            part = np.argpartition(-vals, limit - 1)[:limit]
+            cand, vals = cand[part], vals[part]
+        order = np.argsort(-vals, kind="stable")
+        return [(int(cand[i]), float(vals[i])) for i in order if vals[i] > 0]
+
+
+class Substrings:
+    """Lower-cased texts joined into one string so a probe is a C-speed ``str.find`` loop."""
+
+    def __init__(self) -> None:
+        self._blob = ""
+        self._starts = np.zeros(0, dtype=np.int64)
+        self._dirty = True
+
+    def invalidate(self) -> None:
+        self._dirty = True
+
+    def find(
+        self,
+        texts: Callable[[], Sequence[str | None]],
+        needle: str,
+        mask: np.ndarray,
+        limit: int,
+    ) -> list[int]:
+        """Slots (ascending) whose text contains ``needle`` (case-insensitive) and pass ``mask``."""
+        if self._dirty:
+            parts = [(t or "").lower() for t in texts()]
+            lens = np.fromiter((len(p) + 1 for p in parts), dtype=np.int64, count=len(parts))
+            self._starts = np.concatenate(([0], np.cumsum(lens)[:-1])) if len(parts) else lens
+            self._blob = "\x00".join(parts)
+            self._dirty = False
+        low = needle.lower()
+        out: list[int] = []
+        pos = self._blob.find(low)
+        while pos >= 0 and len(out) < limit:
+            slot = int(np.searchsorted(self._starts, pos, side="right")) - 1
+            if slot < len(mask) and mask[slot]:
+                out.append(slot)
+            nxt = int(self._starts[slot + 1]) if slot + 1 < len(self._starts) else len(self._blob)
+            pos = self._blob.find(low, max(nxt, pos + 1))
+        return out

@@ -1,0 +1,305 @@
+"""One table held in memory: rows by slot, float32 vector matrices, filter columns, lexical index.
+
+A slot is a row's position; it never moves (a delete leaves a tombstone, an update rewrites the slot
+in place), so the vector matrices, the filter columns, the postings and the ANN keys all share it.
+Visibility is decided per distinct ownership tuple by the one ownership rule, then applied to the
+slots as an integer-code mask: a query never evaluates the rule per row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from stratamem.contract.dtos import Namespace
+from stratamem.core.hotindex.ann import Ann
+from stratamem.core.hotindex.lexical import Lexical, Substrings
+from stratamem.core.storage.rows import visible
+
+#: the columns the ownership rule may read; rows with equal values are equally visible
+OWNER_COLUMNS = (
+    "owner_agent_kind",
+    "owner_profile_id",
+    "owner_workspace_id",
+    "share_scope",
+    "share_target",
+)
+Row = dict[str, Any]
+
+
+def _grow(arr: np.ndarray, need: int) -> np.ndarray:
+    """``arr`` with room for ``need`` rows (×1.25 steps: the vector matrices dominate memory)."""
+    if need <= len(arr):
+        return arr
+    new = np.zeros((max(need, len(arr) + len(arr) // 4, 64), *arr.shape[1:]), dtype=arr.dtype)
+    new[: len(arr)] = arr
+    return new
+
+
+class HotTable:
+    def __init__(
+        self, name: str, vec_cols: Sequence[str], dim: int, cfg: Mapping[str, Any]
+    ) -> None:
+        self.name = name
+        self.vec_cols = tuple(vec_cols)
+        self.dim = dim
+        self.cfg = cfg
+        self.ids: list[str | None] = []
+        self.rows: list[Row | None] = []
+        self.slot_of: dict[str, int] = {}
+        self.n = 0
+        self.live = 0
+        self.alive = np.zeros(0, dtype=bool)
+        self.owner = np.zeros(0, dtype=np.int32)
+        self._owner_keys: list[tuple[Any, ...]] = []
+        self._owner_code: dict[tuple[Any, ...], int] = {}
+        self._visible_cache: dict[Namespace, tuple[int, np.ndarray]] = {}
+        self.priority = np.zeros(0, dtype=np.float32)
+        self.ts = np.zeros(0, dtype=np.int64)
+        self.session = np.zeros(0, dtype=np.int32)
+        self.session_code: dict[str, int] = {}
+        self.tags: dict[str, set[int]] = {}
+        self.vecs = {c: np.zeros((0, dim), dtype=np.float32) for c in self.vec_cols}
+        self.has = {c: np.zeros(0, dtype=bool) for c in self.vec_cols}
+        self.ann: dict[str, Ann | None] = dict.fromkeys(self.vec_cols)
+        self._ann_log: dict[str, list[tuple[str, int]] | None] = dict.fromkeys(self.vec_cols)
+        self.lex = Lexical()
+        self.sub = Substrings()
+        self.version = 0
+        self._reserved = 0
+
+    def reserve(self, rows: int) -> None:
+        """Size the arrays for ``rows`` up front (a load knows its row count)."""
+        self._reserved = rows
+        self.alive = _grow(self.alive, rows)
+
+    # -- writes ------------------------------------------------------------------------------
+    def upsert(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self._put(row)
+        self.version += 1
+
+    def update(self, row_id: str, values: Mapping[str, Any]) -> None:
+        slot = self.slot_of.get(row_id)
+        if slot is None:
+            return
+        merged = {**self.full_row(slot), **values}
+        self._put(merged)
+        self.version += 1
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for rid in ids:
+            slot = self.slot_of.pop(rid, None)
+            if slot is None:
+                continue
+            self._clear(slot)
+            self.ids[slot] = None
+            self.rows[slot] = None
+            self.alive[slot] = False
+            self.live -= 1
+        self.version += 1
+
+    def _new_slot(self, rid: str) -> int:
+        slot = self.n
+        self.n += 1
+        need = self.n
+        self.alive = _grow(self.alive, need)
+        self.owner = _grow(self.owner, need)
+        self.priority = _grow(self.priority, need)
+        self.ts = _grow(self.ts, need)
+        self.session = _grow(self.session, need)
+        for c in self.vec_cols:
+            self.has[c] = _grow(self.has[c], need)
+        self.ids.append(rid)
+        self.rows.append(None)
+        self.slot_of[rid] = slot
+        self.alive[slot] = True
+        self.live += 1
+        return slot
+
+    def _clear(self, slot: int) -> None:
+        """Take an existing slot out of the lexical, tag and ANN indexes (before a rewrite)."""
+        old = self.rows[slot]
+        if old is None:
+            return
+        self.lex.remove(slot, str(old.get("search_text") or ""))
+        self.sub.invalidate()
+        for t in old.get("tags") or ():
+            self.tags.get(str(t), set()).discard(slot)
+        for c in self.vec_cols:
+            if self.has[c][slot]:
+                self.has[c][slot] = False
+                self._ann_op(c, "remove", slot)
+
+    def _put(self, row: Mapping[str, Any]) -> None:
+        rid = str(row["id"])
+        slot = self.slot_of.get(rid)
+        if slot is None:
+            slot = self._new_slot(rid)
+        else:
+            self._clear(slot)
+        clean: Row = {
+            k: v for k, v in row.items() if k not in self.vec_cols and not k.startswith("_")
+        }
+        self.rows[slot] = clean
+        key = tuple(clean.get(k) for k in OWNER_COLUMNS)
+        code = self._owner_code.get(key)
+        if code is None:
+            code = self._owner_code[key] = len(self._owner_keys)
+            self._owner_keys.append(key)
+        self.owner[slot] = code
+        self.priority[slot] = float(clean.get("priority") or 0.0)
+        self.ts[slot] = int(clean.get("ts") or 0)
+        sid = clean.get("session_id")
+        if sid is not None:
+            self.session[slot] = self.session_code.setdefault(str(sid), len(self.session_code) + 1)
+        for t in clean.get("tags") or ():
+            self.tags.setdefault(str(t), set()).add(slot)
+        self.lex.add(slot, str(clean.get("search_text") or ""))
+        self.sub.invalidate()
+        for c in self.vec_cols:
+            v = row.get(c)
+            if v is None:
+                continue
+            arr = np.asarray(v, dtype=np.float32).reshape(-1)
+            norm = float(np.linalg.norm(arr)) if arr.shape == (self.dim,) else 0.0
+            if not norm or not math.isfinite(norm):
+                continue
+            if len(self.vecs[c]) <= slot:  # a column's matrix exists once it holds a vector
+                self.vecs[c] = _grow(self.vecs[c], max(slot + 1, self._reserved))
+            self.vecs[c][slot] = arr / norm
+            self.has[c][slot] = True
+            self._ann_op(c, "add", slot)
+
+    def _ann_op(self, col: str, op: str, slot: int) -> None:
+        log = self._ann_log[col]
+        if log is not None:  # a background build is running: replay after it
+            log.append((op, slot))
+        ann = self.ann[col]
+        if ann is None:
+            return
+        if op == "remove":
+            ann.remove(slot)
+        else:
+            ann.remove(slot)
+            ann.add(np.array([slot]), self.vecs[col][slot : slot + 1])
+
+    # -- ANN upkeep --------------------------------------------------------------------------
+    def needs_ann(self, col: str) -> bool:
+        threshold = int(self.cfg.get("hot_ann_threshold_rows", 20_000))
+        return (
+            self.ann[col] is None
+            and self._ann_log[col] is None
+            and int(self.has[col][: self.n].sum()) >= threshold
+        )
+
+    async def build_ann(self, col: str) -> None:
+        """Build the graph in a worker thread from a snapshot; writes meanwhile are replayed."""
+        self._ann_log[col] = []
+        try:
+            slots = np.flatnonzero(self.has[col][: self.n])
+            mat = self.vecs[col][slots].copy()
+            ann = Ann(self.dim, self.cfg)
+            await asyncio.to_thread(ann.add, slots, mat)
+            for op, slot in self._ann_log[col] or []:
+                ann.remove(slot)
+                if op == "add" and self.has[col][slot]:
+                    ann.add(np.array([slot]), self.vecs[col][slot : slot + 1])
+            self.ann[col] = ann
+        finally:
+            self._ann_log[col] = None
+
+    # -- reads -------------------------------------------------------------------------------
+    def full_row(self, slot: int) -> Row:
+        """The row with its vectors (as the store returns it)."""
+        row = dict(self.rows[slot] or {})
+        for c in self.vec_cols:
+            row[c] = self.vecs[c][slot] if self.has[c][slot] else None
+        return row
+
+    def visible_mask(self, ns: Namespace | None) -> np.ndarray:
+        """Live slots visible to ``ns`` under the ownership rule."""
+        ns = ns or Namespace()
+        cached = self._visible_cache.get(ns)
+        if cached is None or cached[0] != len(self._owner_keys):
+            codes = np.array(
+                [
+                    i
+                    for i, key in enumerate(self._owner_keys)
+                    if visible(dict(zip(OWNER_COLUMNS, key, strict=True)), ns)
+                ],
+                dtype=np.int32,
+            )
+            if len(self._visible_cache) > 256:
+                self._visible_cache.clear()
+            cached = self._visible_cache[ns] = (len(self._owner_keys), codes)
+        codes = cached[1]
+        n = self.n
+        if len(codes) == len(self._owner_keys):
+            return self.alive[:n].copy()
+        if len(codes) == 1:
+            out: np.ndarray = (self.owner[:n] == codes[0]) & self.alive[:n]
+        else:
+            out = np.isin(self.owner[:n], codes) & self.alive[:n]
+        return out
+
+    def where(self, mask: np.ndarray, pred: Callable[[Row], bool]) -> np.ndarray:
+        """``mask`` narrowed by a per-row predicate (for the small learned tables)."""
+        out = mask.copy()
+        for slot in np.flatnonzero(mask):
+            row = self.rows[slot]
+            out[slot] = row is not None and pred(row)
+        return out
+
+    def tag_mask(self, tags: Sequence[str]) -> np.ndarray:
+        out = np.zeros(self.n, dtype=bool)
+        for t in tags:
+            slots = self.tags.get(t)
+            if slots:
+                out[np.fromiter(slots, dtype=np.int64, count=len(slots))] = True
+        return out
+
+    def vector(
+        self, col: str, qvec: np.ndarray, mask: np.ndarray, limit: int
+    ) -> list[tuple[int, float]]:
+        """Top-``limit`` cosine among the slots passing ``mask`` (exact, or ANN + exact rescore)."""
+        mat = self.vecs[col]
+        n = min(self.n, len(mat))
+        if n == 0 or limit <= 0 or qvec.shape != (self.dim,):
+            return []
+        valid = mask[:n] & self.has[col][:n]
+        count = int(valid.sum())
+        if count == 0:
+            return []
+        ann = self.ann[col]
+        slots: np.ndarray | None = None
+        if ann is not None and count > 4 * limit:
+            share = count / max(1, len(ann))
+            fetch = math.ceil(limit * 2 / max(share, 1e-9))
+            if fetch <= int(self.cfg.get("hot_ann_max_fetch", 2_000)):
+                got = ann.search(qvec, max(fetch, limit * 2))
+                got = got[(got >= 0) & (got < n)]
+                got = got[valid[got]]
+                if len(got) >= limit:
+                    slots = got
+        if slots is not None:
+            scores = mat[slots] @ qvec
+        elif count * 4 < n:
+            slots = np.flatnonzero(valid)
+            scores = mat[slots] @ qvec
+        else:
+            scores = mat[:n] @ qvec
+            scores[~valid] = -np.inf
+            slots = None
+        k = min(limit, count)
+        top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        ids = slots[top] if slots is not None else top
+        return [(int(s), float(scores[t])) for s, t in zip(ids, top, strict=True)]
+
+    def texts(self) -> list[str | None]:
+        return [None if r is None else r.get("search_text") for r in self.rows]

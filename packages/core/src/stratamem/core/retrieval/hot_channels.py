@@ -1,0 +1,116 @@
+"""The retrieval channels served from the in-memory hot index (no LanceDB round trip per query).
+
+Same contract as ``channels``: each returns ``[(row, score)]`` best first, rows carrying their
+vectors so candidates get cosines and MMR without a second read. Filters are the tier's own
+(``TraceFilter`` for traces, a row predicate for the small learned tables) applied as a slot mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from stratamem.contract.dtos import Namespace
+from stratamem.core.hotindex import HotTable
+from stratamem.core.hotindex.lexical import idf, query_tokens
+from stratamem.core.retrieval.filters import TraceFilter
+from stratamem.core.retrieval.text import doc_tokens, term_in
+
+Scored = list[tuple[dict[str, Any], float]]
+Row = dict[str, Any]
+
+
+def _rows(t: HotTable, hits: Sequence[tuple[int, float]]) -> Scored:
+    return [(t.full_row(slot), score) for slot, score in hits]
+
+
+def trace_mask(
+    t: HotTable, flt: TraceFilter, *, vector: bool = False, with_tags: bool = False
+) -> np.ndarray:
+    """``TraceFilter.where`` as a slot mask (the same predicate, vectorised)."""
+    n = t.n
+    m = t.visible_mask(flt.namespace)
+    if not flt.include_low_value:
+        m &= t.priority[:n] > 0
+    if flt.session_id is not None:
+        code = t.session_code.get(flt.session_id)
+        if code is not None:
+            in_s = t.session[:n] == code
+            if flt.exclude_whole_session:
+                m &= ~in_s
+            else:
+                drop = np.zeros(n, dtype=bool)
+                if flt.exclude_from_ts is not None:
+                    drop |= in_s & (t.ts[:n] >= flt.exclude_from_ts)
+                if flt.exclude_user_texts:
+                    texts = set(flt.exclude_user_texts)
+                    for slot in np.flatnonzero(in_s & m):
+                        row = t.rows[slot] or {}
+                        if (row.get("user_text") or "") in texts:
+                            drop[slot] = True
+                m &= ~drop
+    if vector and flt.min_ts is not None:
+        m &= t.ts[:n] >= flt.min_ts
+    if vector and with_tags and flt.tags:
+        m &= t.tag_mask(flt.tags)
+    return m
+
+
+def owner_mask(t: HotTable, ns: Namespace | None, pred: Callable[[Row], bool]) -> np.ndarray:
+    """Visible slots of a learned table that pass the tier's row predicate."""
+    return t.where(t.visible_mask(ns), pred)
+
+
+def vector(t: HotTable, col: str, qvec: np.ndarray, mask: np.ndarray, limit: int) -> Scored:
+    return _rows(t, t.vector(col, qvec, mask, limit))
+
+
+def bm25(t: HotTable, terms: Sequence[str], mask: np.ndarray, limit: int) -> Scored:
+    """BM25 over the stemmed query terms (OR), like the native FTS index it replaces."""
+    return _rows(t, t.lex.bm25(query_tokens(terms), mask, limit))
+
+
+def pattern_weights(
+    t: HotTable | None, terms: Sequence[str], pending_texts: Sequence[str], max_terms: int
+) -> tuple[list[str], list[float]]:
+    """BM25 idf of each query term over the table's postings plus the pending rows."""
+    terms = list(terms[:max_terms])
+    if not terms:
+        return [], []
+    lows = [x.lower() for x in pending_texts]
+    toks = [doc_tokens(x) for x in lows]
+    n = (t.lex.docs if t is not None else 0) + len(pending_texts)
+    weights = []
+    for term in terms:
+        df = sum(term_in(term, lows[i], toks[i]) for i in range(len(lows)))
+        if t is not None:
+            df += max((t.lex.df(tok) for tok in query_tokens([term])), default=0)
+        weights.append(idf(max(n, 1), df))
+    return terms, weights
+
+
+def pattern(
+    t: HotTable, terms: Sequence[str], weights: Sequence[float], mask: np.ndarray, limit: int
+) -> Scored:
+    """Share of the query's idf weight a row matches, over the postings."""
+    toks: list[str] = []
+    ws: list[float] = []
+    for term, w in zip(terms, weights, strict=True):
+        got = query_tokens([term])
+        toks.append(got[0] if got else "\x00")
+        ws.append(w)
+    return _rows(t, t.lex.weighted(toks, ws, mask, limit))
+
+
+def substring(t: HotTable, needles: Sequence[str], mask: np.ndarray, limit: int) -> Scored:
+    """Rows whose ``search_text`` contains a needle; score 1/(needle index + 1)."""
+    out: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for i, needle in enumerate(needles):
+        for slot in t.sub.find(t.texts, needle, mask, limit):
+            if slot not in seen:
+                seen.add(slot)
+                out.append((slot, 1.0 / (i + 1)))
+    return _rows(t, out[:limit])

@@ -1,0 +1,152 @@
+"""Each tier's channels in one synchronous pass over the hot index (plus the pending journal rows).
+
+The LanceDB-backed path in ``engine`` runs a dozen queries per tier; here a tier is a handful of
+numpy operations on the same slots, so it runs inline on the event loop (no executor hop, no
+gather). Floors, pools and merging with pending rows are the engine's, unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stratamem.core.hotindex import HotTable
+from stratamem.core.retrieval import channels as ch
+from stratamem.core.retrieval import hot_channels as hc
+from stratamem.core.retrieval.candidates import Pool
+from stratamem.core.retrieval.filters import TraceFilter
+from stratamem.core.retrieval.query import CompiledQuery
+from stratamem.core.retrieval.text import CJK_RUN
+
+Row = dict[str, Any]
+FTS_TERMS = 12
+
+
+def _has_cjk(terms: Sequence[str]) -> bool:
+    return any(CJK_RUN.match(t) for t in terms)
+
+
+def table_pool(
+    pool: Pool,
+    t: HotTable,
+    cq: CompiledQuery,
+    qvec: np.ndarray | None,
+    mask: np.ndarray,
+    *,
+    vec_floor: float,
+    vec_limit: int,
+    kw_limit: int,
+) -> None:
+    """Skills, experiences, world models: vector, BM25, (CJK) pattern and identifier channels."""
+    v: ch.Scored = []
+    if qvec is not None:
+        v = [(r, s) for r, s in hc.vector(t, "vec", qvec, mask, vec_limit) if s >= vec_floor]
+    f = ch.merge_scored(hc.bm25(t, cq.terms[:FTS_TERMS], mask, kw_limit), [], normalise=True)
+    p: ch.Scored = []
+    if _has_cjk(cq.terms):
+        terms, weights = hc.pattern_weights(t, cq.terms, [], ch.MAX_PATTERN_TERMS)
+        p = [(r, s) for r, s in hc.pattern(t, terms, weights, mask, kw_limit) if s >= 0.25]
+    e = hc.substring(t, cq.identifiers, mask, kw_limit) if cq.identifiers else []
+    pool.add_channel("vec", v)
+    pool.add_channel("fts", ch.floor_relative(f, 0.0, 0.2))
+    pool.add_channel("pattern", p)
+    pool.add_channel("exact_identifier", e)
+
+
+@dataclass
+class TraceChannels:
+    vec_summary: ch.Scored
+    vec_action: ch.Scored
+    fts: ch.Scored
+    pattern: ch.Scored
+    structural: ch.Scored
+    exact_identifier: ch.Scored
+
+
+def trace_channels(
+    t: HotTable | None,
+    cq: CompiledQuery,
+    qvec: np.ndarray | None,
+    flt: TraceFilter,
+    pending: Sequence[Row],
+    *,
+    min_sim: float,
+    vec_pool: int,
+    kw_pool: int,
+    k: int,
+    personal: bool,
+    use_action: bool,
+    tag_mode: str,
+    text_of: Callable[[Mapping[str, Any]], str],
+) -> TraceChannels:
+    """Tier 2's six channels over the hot traces table and the pending rows."""
+    lex_pending = [r for r in pending if flt.accepts(r)]
+    base = hc.trace_mask(t, flt) if t is not None else None
+    masks: dict[bool, np.ndarray] = {}
+
+    def vmask(with_tags: bool) -> np.ndarray | None:
+        if t is None:
+            return None
+        if with_tags not in masks:
+            masks[with_tags] = hc.trace_mask(t, flt, vector=True, with_tags=with_tags)
+        return masks[with_tags]
+
+    def vec(column: str, with_tags: bool, ratio: float) -> ch.Scored:
+        if qvec is None:
+            return []
+        m = vmask(with_tags)
+        got = hc.vector(t, column, qvec, m, vec_pool) if t is not None and m is not None else []
+        rows = [r for r in pending if flt.accepts(r, vector=True, with_tags=with_tags)]
+        merged = ch.merge_scored(got, ch.pending_vector(rows, column, qvec))
+        return ch.floor_relative(merged, min_sim, ratio)[:vec_pool]
+
+    tagged = bool(flt.tags)
+    rs, ra = (0.55, 0.65) if personal else (0.45, 0.45)
+    s_hits = vec("vec_summary", tagged, rs)
+    a_hits = vec("vec_action", tagged, ra) if use_action else []
+    if tagged and tag_mode == "auto" and not s_hits and not a_hits:
+        s_hits = vec("vec_summary", False, rs)
+
+    got = (
+        hc.bm25(t, cq.terms[:FTS_TERMS], base, kw_pool)
+        if t is not None and base is not None
+        else []
+    )
+    f_hits = ch.floor_relative(
+        ch.merge_scored(got, ch.pending_bm25(lex_pending, cq.terms), normalise=True), 0.0, 0.2
+    )[:kw_pool]
+
+    p_hits: ch.Scored = []
+    on_table = t is not None and base is not None and _has_cjk(cq.terms)
+    if cq.terms and (on_table or lex_pending):
+        texts = [text_of(r) for r in lex_pending]
+        terms, weights = hc.pattern_weights(
+            t if on_table else None, cq.terms, texts, ch.MAX_PATTERN_TERMS
+        )
+        table_hits = (
+            hc.pattern(t, terms, weights, base, kw_pool)
+            if on_table and t is not None and base is not None
+            else []
+        )
+        merged = ch.merge_scored(
+            table_hits, ch.pending_pattern(lex_pending, terms, weights, text_of)
+        )
+        p_hits = [(r, sc) for r, sc in merged if sc >= 0.25][:kw_pool]
+
+    def substring(needles: Sequence[str], limit: int) -> ch.Scored:
+        if not needles:
+            return []
+        got = hc.substring(t, needles, base, limit) if t is not None and base is not None else []
+        return ch.merge_scored(got, ch.pending_substring(lex_pending, needles))[:limit]
+
+    return TraceChannels(
+        vec_summary=s_hits,
+        vec_action=a_hits,
+        fts=f_hits,
+        pattern=p_hits,
+        structural=substring(cq.error_fragments, max(k, 10)),
+        exact_identifier=substring(cq.identifiers, kw_pool),
+    )

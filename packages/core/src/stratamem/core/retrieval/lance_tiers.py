@@ -1,0 +1,190 @@
+"""Each tier's channels as LanceDB queries (the path without a hot index: contexts built over bare
+tables, e.g. tools and tests that hand the engine LanceDB tables directly).
+
+Every query runs under the shared deadline; channels of one tier run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from stratamem.core.retrieval import channels as ch
+from stratamem.core.retrieval.candidates import Pool
+from stratamem.core.retrieval.deadline import Deadline
+from stratamem.core.retrieval.filters import TraceFilter
+from stratamem.core.retrieval.hot_tiers import TraceChannels
+from stratamem.core.retrieval.query import CompiledQuery
+
+Row = dict[str, Any]
+TextOf = Callable[[Mapping[str, Any]], str]
+
+
+async def table_pool(
+    pool: Pool,
+    table: Any,
+    where: str,
+    cq: CompiledQuery,
+    qvec: np.ndarray | None,
+    dl: Deadline,
+    *,
+    store: Any | None,
+    name: str,
+    vec_floor: float,
+    vec_limit: int,
+    kw_limit: int,
+    text_of: TextOf,
+) -> None:
+    """Skills, experiences, world models: vector, FTS, pattern and identifier channels."""
+
+    async def vec() -> ch.Scored:
+        if qvec is None:
+            return []
+        got = await dl.run(
+            "vec",
+            lambda: ch.table_vector(table, "vec", qvec, where, vec_limit, store=store, name=name),
+        )
+        return [(r, sc) for r, sc in (got or []) if sc >= vec_floor]
+
+    async def fts() -> ch.Scored:
+        got = await dl.run("fts", lambda: ch.table_fts(table, cq.fts_text, where, kw_limit))
+        return ch.floor_relative(ch.merge_scored(got or [], [], normalise=True), 0.0, 0.2)
+
+    async def pattern() -> ch.Scored:
+        indexed = await dl.run("indices", lambda: ch.has_text_index(table))
+        if indexed is None or not ch.needs_table_pattern(cq.terms, indexed):
+            return []
+        w = await dl.run("pattern_idf", lambda: ch.pattern_weights(table, cq.terms, where, []))
+        if not w or not w[0]:
+            return []
+        terms, weights, dfs = w
+        got = await dl.run(
+            "pattern",
+            lambda: ch.table_pattern(table, terms, weights, dfs, where, kw_limit, text_of),
+        )
+        return [(r, sc) for r, sc in (got or []) if sc >= 0.25]
+
+    async def exact() -> ch.Scored:
+        if not cq.identifiers:
+            return []
+        ids = cq.identifiers
+        return await dl.run("exact", lambda: ch.table_substring(table, ids, where, kw_limit)) or []
+
+    v, f, p, e = await asyncio.gather(vec(), fts(), pattern(), exact())
+    pool.add_channel("vec", v)
+    pool.add_channel("fts", f)
+    pool.add_channel("pattern", p)
+    pool.add_channel("exact_identifier", e)
+
+
+async def trace_channels(
+    table: Any | None,
+    cq: CompiledQuery,
+    qvec: np.ndarray | None,
+    flt: TraceFilter,
+    pending: Sequence[Row],
+    dl: Deadline,
+    *,
+    store: Any | None,
+    min_sim: float,
+    vec_pool: int,
+    kw_pool: int,
+    k: int,
+    personal: bool,
+    use_action: bool,
+    tag_mode: str,
+    text_of: TextOf,
+) -> TraceChannels:
+    """Tier 2's six channels over the LanceDB traces table and the pending rows."""
+    lex_pending = [r for r in pending if flt.accepts(r)]
+    where = flt.where()
+
+    async def vec(column: str, with_tags: bool, ratio: float) -> ch.Scored:
+        if qvec is None:
+            return []
+        got: ch.Scored = []
+        if table is not None:
+            w = flt.where(vector=True, with_tags=with_tags)
+            got = (
+                await dl.run(
+                    column,
+                    lambda: ch.table_vector(
+                        table, column, qvec, w, vec_pool, store=store, name="traces"
+                    ),
+                )
+                or []
+            )
+        rows = [r for r in pending if flt.accepts(r, vector=True, with_tags=with_tags)]
+        merged = ch.merge_scored(got, ch.pending_vector(rows, column, qvec))
+        return ch.floor_relative(merged, min_sim, ratio)[:vec_pool]
+
+    async def vectors() -> tuple[ch.Scored, ch.Scored]:
+        tagged = bool(flt.tags)
+        rs, ra = (0.55, 0.65) if personal else (0.45, 0.45)
+        jobs = [vec("vec_summary", tagged, rs)]
+        if use_action:
+            jobs.append(vec("vec_action", tagged, ra))
+        got = await asyncio.gather(*jobs)
+        s_hits, a_hits = got[0], (got[1] if len(got) > 1 else [])
+        if tagged and tag_mode == "auto" and not s_hits and not a_hits:
+            s_hits = await vec("vec_summary", False, rs)
+        return s_hits, a_hits
+
+    async def fts() -> ch.Scored:
+        got: ch.Scored = []
+        if table is not None:
+            got = (
+                await dl.run("fts", lambda: ch.table_fts(table, cq.fts_text, where, kw_pool)) or []
+            )
+        merged = ch.merge_scored(got, ch.pending_bm25(lex_pending, cq.terms), normalise=True)
+        return ch.floor_relative(merged, 0.0, 0.2)[:kw_pool]
+
+    async def pattern() -> ch.Scored:
+        texts = [text_of(r) for r in lex_pending]
+        on_table = False
+        if table is not None:
+            indexed = await dl.run("indices", lambda: ch.has_text_index(table))
+            on_table = indexed is not None and ch.needs_table_pattern(cq.terms, indexed)
+        src = table if on_table else None
+        w = await dl.run("pattern_idf", lambda: ch.pattern_weights(src, cq.terms, where, texts))
+        if not w or not w[0]:
+            return []
+        terms, weights, dfs = w
+        got: ch.Scored = []
+        if on_table:
+            got = (
+                await dl.run(
+                    "pattern",
+                    lambda: ch.table_pattern(table, terms, weights, dfs, where, kw_pool, text_of),
+                )
+                or []
+            )
+        merged = ch.merge_scored(got, ch.pending_pattern(lex_pending, terms, weights, text_of))
+        return [(r, sc) for r, sc in merged if sc >= 0.25][:kw_pool]
+
+    async def substring(name: str, needles: Sequence[str], limit: int) -> ch.Scored:
+        if not needles:
+            return []
+        got: ch.Scored = []
+        if table is not None:
+            got = await dl.run(name, lambda: ch.table_substring(table, needles, where, limit)) or []
+        return ch.merge_scored(got, ch.pending_substring(lex_pending, needles))[:limit]
+
+    (s_hits, a_hits), f_hits, p_hits, st_hits, ex_hits = await asyncio.gather(
+        vectors(),
+        fts(),
+        pattern(),
+        substring("structural", cq.error_fragments, max(k, 10)),
+        substring("exact_identifier", cq.identifiers, kw_pool),
+    )
+    return TraceChannels(s_hits, a_hits, f_hits, p_hits, st_hits, ex_hits)
+
+
+async def linked_policies(
+    table: Any, where: str, dl: Deadline, limit: int = 20
+) -> list[dict[str, Any]]:
+    rows = await dl.run("guidance", lambda: table.query().where(where).limit(limit).to_list())
+    return list(rows or [])
