@@ -18,7 +18,7 @@ import numpy as np
 from stratamem.contract.dtos import Namespace
 from stratamem.core.hotindex.ann import Ann
 from stratamem.core.hotindex.lexical import Lexical, Substrings
-from stratamem.core.storage.rows import visible
+from stratamem.core.storage.ownership import is_visible
 
 #: the columns the ownership rule may read; rows with equal values are equally visible
 OWNER_COLUMNS = (
@@ -230,7 +230,7 @@ class HotTable:
                 [
                     i
                     for i, key in enumerate(self._owner_keys)
-                    if visible(dict(zip(OWNER_COLUMNS, key, strict=True)), ns)
+                    if is_visible(dict(zip(OWNER_COLUMNS, key, strict=True)), ns)
                 ],
                 dtype=np.int32,
             )
