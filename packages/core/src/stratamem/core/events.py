@@ -15,19 +15,46 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from stratamem.contract.dtos import Event
+from stratamem.contract.dtos import Event, Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.events import EVENT_TYPES
 
+#: payload key naming the namespace (``AGENT/PROFILE``) an event is about
+NAMESPACE_KEY = "namespace"
 RING_SIZE = 1024
 SUBSCRIBER_QUEUE = 1024
 
 
-class _Subscriber:
-    __slots__ = ("dropped", "loop", "queue", "types")
+def namespace_key(ns: Namespace) -> str:
+    return f"{ns.agent_kind or 'unknown'}/{ns.profile_id or 'default'}"
 
-    def __init__(self, types: frozenset[str], loop: asyncio.AbstractEventLoop) -> None:
+
+def event_namespace(event: Event) -> Namespace | None:
+    """The namespace an event is about (None: a system-wide event)."""
+    raw = event.payload.get(NAMESPACE_KEY)
+    if not isinstance(raw, str) or "/" not in raw:
+        return None
+    kind, profile = raw.split("/", 1)
+    return Namespace(agent_kind=kind, profile_id=profile)
+
+
+def for_namespace(ns: Namespace) -> Callable[[Event], bool]:
+    """Subscriber filter: events about ``ns`` only (system-wide events are the owner's)."""
+    key = namespace_key(ns)
+    return lambda e: e.payload.get(NAMESPACE_KEY) == key
+
+
+class _Subscriber:
+    __slots__ = ("accepts", "dropped", "loop", "queue", "types")
+
+    def __init__(
+        self,
+        types: frozenset[str],
+        loop: asyncio.AbstractEventLoop,
+        accepts: Callable[[Event], bool] | None = None,
+    ) -> None:
         self.types = types
+        self.accepts: Callable[[Event], bool] = accepts or (lambda e: True)
         self.loop = loop
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(SUBSCRIBER_QUEUE)
         self.dropped = False
@@ -49,15 +76,25 @@ class EventBus:
         self._observers.append(observer)
 
     def emit(
-        self, type: str, payload: dict[str, Any] | None = None, correlation_id: str | None = None
+        self,
+        type: str,
+        payload: dict[str, Any] | None = None,
+        correlation_id: str | None = None,
+        *,
+        namespace: Namespace | None = None,
     ) -> Event:
+        """Publish one event. ``namespace``: whose data it is about (``payload["namespace"]``,
+        ``AGENT/PROFILE``); events without one are system-wide and reach unscoped subscribers only."""
         if type not in EVENT_TYPES:
             raise StratamemError(ErrorCode.INTERNAL, f"event type {type!r} is not in the catalogue")
+        body = dict(payload or {})
+        if namespace is not None:
+            body[NAMESPACE_KEY] = namespace_key(namespace)
         event = Event(
             type=type,
             ts=int(time.time() * 1000),
             seq=next(self._seq),
-            payload=dict(payload or {}),
+            payload=body,
             correlation_id=correlation_id,
             epoch=self.epoch,
         )
@@ -67,7 +104,7 @@ class EventBus:
             with contextlib.suppress(Exception):
                 obs(event)
         for sub in list(self._subs):
-            if sub.types and type not in sub.types:
+            if (sub.types and type not in sub.types) or not sub.accepts(event):
                 continue
             try:
                 running = asyncio.get_running_loop()
@@ -100,11 +137,15 @@ class EventBus:
         return self._ring[0].seq if self._ring else 0
 
     async def subscribe(
-        self, since_seq: int | None = None, types: Sequence[str] = ()
+        self,
+        since_seq: int | None = None,
+        types: Sequence[str] = (),
+        accepts: Callable[[Event], bool] | None = None,
     ) -> AsyncIterator[Event]:
-        """Yield events live; with ``since_seq`` first replay what the ring still holds after it."""
+        """Yield events live; with ``since_seq`` first replay what the ring still holds after it.
+        ``accepts`` filters (e.g. :func:`for_namespace`): a scoped subscriber sees its own events."""
         wanted = frozenset(types)
-        sub = _Subscriber(wanted, asyncio.get_running_loop())
+        sub = _Subscriber(wanted, asyncio.get_running_loop(), accepts)
         self._subs.append(sub)
         try:
             last = since_seq or 0
@@ -116,7 +157,7 @@ class EventBus:
                         {"oldest_seq": self.oldest_seq()},
                     )
                 for e in self.recent(since_seq):
-                    if not wanted or e.type in wanted:
+                    if (not wanted or e.type in wanted) and sub.accepts(e):
                         last = e.seq
                         yield e
             while True:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from stratamem.contract.dtos import Namespace
 from stratamem.core.config.defaults import DEFAULTS
 from stratamem.core.learning import prompts
 from stratamem.core.llm import background_llm, complete_json
@@ -44,8 +45,20 @@ class LearningContext:
             return sect[key]
         return DEFAULTS[section][key]
 
-    def emit(self, type_: str, payload: dict[str, Any]) -> None:
-        self.core.bus.emit(type_, payload)
+    def emit(
+        self,
+        type_: str,
+        payload: dict[str, Any],
+        owner: Scope | Namespace | Mapping[str, Any] | None = None,
+    ) -> None:
+        """An event of ``owner``'s namespace (a row, a scope or a namespace; None: system-wide)."""
+        if isinstance(owner, Scope):
+            ns = owner.namespace
+        elif isinstance(owner, Namespace) or owner is None:
+            ns = owner
+        else:
+            ns = owner_namespace(owner)
+        self.core.bus.emit(type_, payload, namespace=ns)
 
     # -- SQLite ------------------------------------------------------------------------------
     async def sql(self, fn: Callable[[sqlite3.Connection], T]) -> T:

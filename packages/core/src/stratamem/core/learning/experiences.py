@@ -76,6 +76,7 @@ async def feedback_experience(
                         "support": p.get("support"),
                         "status": p.get("status"),
                     },
+                    owner=p,
                 )
                 return str(p["id"])
     salience = min(1.0, significance)
@@ -120,5 +121,6 @@ async def feedback_experience(
             "signature": "feedback",
             "episode_ids": row["source_episode_ids"],
         },
+        owner=row,
     )
     return str(row["id"])

@@ -346,9 +346,12 @@ class Learner:
         self.ctx.emit(
             "skill.eta_updated",
             {"skill_id": skill_id, "eta": st.eta, "status": st.status, "cause": "thumb"},
+            owner=owner,
         )
         if st.status == "archived" and s.get("status") != "archived":
-            self.ctx.emit("skill.archived", {"skill_id": skill_id, "reason": "eta-floor"})
+            self.ctx.emit(
+                "skill.archived", {"skill_id": skill_id, "reason": "eta-floor"}, owner=owner
+            )
 
     async def user_turn(self, session_id: str, text: str, namespace: dict[str, Any]) -> str | None:
         """A new user turn read as implicit feedback on the session's previous turn (stored row id)."""
@@ -403,6 +406,7 @@ class Learner:
         self.ctx.emit(
             "feedback.received",
             {"feedback_id": fid, "trace_id": fb["trace_id"], "polarity": fc.polarity},
+            owner=fb,
         )
         await self.feedback_stored(fb)
         return fid

@@ -126,7 +126,9 @@ async def run_l2(ctx: LearningContext, episode_id: str, traces: list[dict[str, A
             links.append((str(t["id"]), pid, episode_id, best[1]))
             res.associated.setdefault(pid, []).append(str(t["id"]))
             ctx.emit(
-                "policy.trace_associated", {"policy_id": pid, "trace_id": t["id"], "score": best[1]}
+                "policy.trace_associated",
+                {"policy_id": pid, "trace_id": t["id"], "score": best[1]},
+                owner=t,
             )
         else:
             unmatched.append(t)
@@ -312,6 +314,7 @@ async def _induce(
     ctx.emit(
         "policy.induced",
         {"policy_id": row["id"], "title": title, "signature": sig, "episode_ids": episodes},
+        owner=row,
     )
     return str(row["id"])
 
@@ -414,6 +417,7 @@ async def update_policy_gain(
     ctx.emit(
         "policy.revised",
         {"policy_id": policy_id, "gain": upd.gain, "support": upd.support, "status": upd.status},
+        owner=p,
     )
 
 
@@ -436,4 +440,5 @@ async def sweep_candidates(
                     "support": p.get("support"),
                     "status": "active",
                 },
+                owner=p,
             )

@@ -276,6 +276,7 @@ async def run_repair(
             "source": source,
             "policy_ids": list(rep.policy_ids),
         },
+        owner=owner,
     )
     return rep
 

@@ -137,6 +137,11 @@ async def score_episode(
     ctx.emit(
         "reward.computed",
         {"episode_id": episode_id, "reward": r, "source": source, "trigger": trigger},
+        owner=traces[0],
     )
-    ctx.emit("trace.value_updated", {"episode_id": episode_id, "trace_ids": ids, "values": values})
+    ctx.emit(
+        "trace.value_updated",
+        {"episode_id": episode_id, "trace_ids": ids, "values": values},
+        owner=traces[0],
+    )
     return RewardOutcome(episode_id, r, source, tuple(ids), tuple(values))

@@ -244,7 +244,7 @@ async def _crystallize(
     good, bad = await _evidence(ctx, p)
     if not good:
         res.failed[pid] = "no-evidence"
-        ctx.emit("skill.failed", {"policy_id": pid, "reason": "no-evidence"})
+        ctx.emit("skill.failed", {"policy_id": pid, "reason": "no-evidence"}, owner=p)
         return
     bad = await _counter_examples(ctx, p, bad)
     cap = int(ctx.cfg("skill", "trace_char_cap"))
@@ -261,7 +261,7 @@ async def _crystallize(
     draft = await ctx.ask("skill.crystallize", payload, prompts.valid_skill)
     if draft is None:
         res.failed[pid] = "llm_failed"
-        ctx.emit("skill.failed", {"policy_id": pid, "reason": "llm_failed"})
+        ctx.emit("skill.failed", {"policy_id": pid, "reason": "llm_failed"}, owner=p)
         return
     why = verify(
         draft,
@@ -271,7 +271,7 @@ async def _crystallize(
     )
     if why is not None:
         res.failed[pid] = why
-        ctx.emit("skill.failed", {"policy_id": pid, "reason": why})
+        ctx.emit("skill.failed", {"policy_id": pid, "reason": why}, owner=p)
         return
     name = snake(str(draft["name"]))
     taken = {str(s.get("name")) for s in skills if current is None or s["id"] != current["id"]}
@@ -354,6 +354,7 @@ async def _crystallize(
             "eta": eta,
             "version": row["version"],
         },
+        owner=row,
     )
 
 
@@ -376,6 +377,7 @@ async def lifecycle_tick(ctx: LearningContext) -> list[str]:
                     "status": "active",
                     "cause": "lifecycle",
                 },
+                owner=s,
             )
     return promoted
 
@@ -451,9 +453,12 @@ async def resolve_trials(ctx: LearningContext, episode_id: str, reward: float) -
                 ctx.emit(
                     "skill.eta_updated",
                     {"skill_id": s["id"], "eta": st.eta, "status": st.status, "cause": "trial"},
+                    owner=s,
                 )
                 if st.status == "archived" and s.get("status") != "archived":
-                    ctx.emit("skill.archived", {"skill_id": s["id"], "reason": "eta-floor"})
+                    ctx.emit(
+                        "skill.archived", {"skill_id": s["id"], "reason": "eta-floor"}, owner=s
+                    )
         await ctx.sql(
             functools.partial(_resolve_trial_row, (outcome, now_ms(), reward, str(r["id"])))
         )

@@ -206,6 +206,7 @@ async def _abstract(ctx: LearningContext, cl: Cluster, owner: Scope, res: L3Resu
         ctx.emit(
             "world_model.revised",
             {"world_model_id": target["id"], "version": values["version"], "policy_ids": pids},
+            owner=target,
         )
         return
     base = (
@@ -245,6 +246,7 @@ async def _abstract(ctx: LearningContext, cl: Cluster, owner: Scope, res: L3Resu
     ctx.emit(
         "world_model.abstracted",
         {"world_model_id": row["id"], "title": title, "policy_ids": pids, "episode_ids": episodes},
+        owner=row,
     )
 
 

@@ -17,8 +17,9 @@ import grpc
 from google.protobuf import message_factory
 
 from stratamem.contract import codec
-from stratamem.contract.dtos import ListQuery, Namespace
+from stratamem.contract.dtos import Event, ListQuery, Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.events import event_namespace
 from stratamem.core.server.errors import OutOfRange
 from stratamem.core.server.rpc import Call, Wrapper
 from stratamem.v1 import memory_pb2 as m
@@ -274,7 +275,6 @@ class MemoryServicer:
     async def SubscribeEvents(
         self, req: m.SubscribeEventsRequest, call: Call
     ) -> AsyncIterator[t.Event]:
-        call.require_unrestricted("the event stream")
         since = _opt(req, "since_seq")
         bus = getattr(self.core, "bus", None)
         if since is not None and bus is not None:
@@ -290,7 +290,16 @@ class MemoryServicer:
                     f"seq {since} cannot be resumed (buffered {bus.oldest_seq()}..{newest})",
                     {"epoch": bus.epoch, "oldest_seq": bus.oldest_seq(), "newest_seq": newest},
                 )
-        stream = self.core.subscribe_events(since, tuple(req.types))
+        principal = call.principal
+        if principal.unrestricted:
+            stream = self.core.subscribe_events(since, tuple(req.types))
+        else:  # a scoped token gets the events of its own namespaces, nothing system-wide
+
+            def allowed(event: Event) -> bool:
+                ns = event_namespace(event)
+                return ns is not None and principal.allows(ns)
+
+            stream = self.core.bus.subscribe(since, tuple(req.types), allowed)
         closing = asyncio.ensure_future(self.closing.wait())
         try:
             while True:

@@ -22,6 +22,7 @@ from stratamem.core.config.defaults import DEFAULTS
 from stratamem.core.events import EventBus
 from stratamem.core.ids import now_ms
 from stratamem.core.storage.lance import LanceStore
+from stratamem.core.storage.ownership import owner_namespace
 from stratamem.core.storage.sqlite import Database
 from stratamem.core.telemetry import get_logger, span
 
@@ -329,6 +330,7 @@ class JournalWriter:
                     "episode_id": row.get("episode_id"),
                     "session_id": row.get("session_id"),
                 },
+                namespace=owner_namespace(row),
             )
         for cb in self.on_applied:
             with contextlib.suppress(Exception):
