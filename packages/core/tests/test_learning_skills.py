@@ -212,4 +212,9 @@ async def test_a_draft_using_unseen_tools_fails_verification(tmp_path: Path) -> 
             await core.learner.ctx.upsert("policies", [_row("policy", **policy)])
             res = await run_skills(core.learner.ctx, OWNER)
             assert res.failed == {"po_manual": "tool_coverage"} and not res.crystallized
-            assert ("skill.failed", {"policy_id": "po_manual", "reason": "tool_coverage"}) in seen
+            failed = {
+                "policy_id": "po_manual",
+                "reason": "tool_coverage",
+                "namespace": "hermes/default",  # the event says whose policy it is
+            }
+            assert ("skill.failed", failed) in seen
