@@ -69,7 +69,11 @@ async def turn(core: Any, session: str, user: str, agent: str, ns: Namespace = N
 
 @asynccontextmanager
 async def running_viewer(
-    home: Path, *, tokens: tuple[str, ...] = (), host: str = "127.0.0.1", **overrides: Any
+    home: Path,
+    *,
+    tokens: tuple[str, ...] | dict[str, tuple[str, ...]] = (),
+    host: str = "127.0.0.1",
+    **overrides: Any,
 ) -> AsyncIterator[tuple[Any, ViewerServer]]:
     overrides.setdefault("embedding__provider", "none")
     async with open_core(home, **overrides) as core:

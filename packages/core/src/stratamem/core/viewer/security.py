@@ -1,6 +1,9 @@
 """Who may use the viewer: loopback callers by default; anyone else only with a bearer token.
 
-A non-loopback bind without a token is refused at start. Loopback requests must name a loopback host
+The viewer is the home owner's console (every namespace, config, logs), so only an unrestricted token
+(``--token``, or a ``server.tokens`` entry allowing ``*``) opens it; a token scoped to some namespaces
+is valid for gRPC but refused here (403). A non-loopback bind without an unrestricted token is refused
+at start. Loopback requests must name a loopback host
 (DNS-rebinding guard), and writes must be JSON from our own origin (no cross-site form posts).
 """
 
@@ -8,7 +11,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from stratamem.contract.errors import ErrorCode, StratamemError
@@ -16,6 +19,16 @@ from stratamem.core.viewer.http import HttpError, Request
 
 COOKIE = "stratamem_viewer_token"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+ANY = "*"
+
+#: ``{token: namespace patterns}`` as ``server.auth.normalise_tokens`` gives it, or plain tokens (any)
+Tokens = Mapping[str, Iterable[str]] | Iterable[str]
+
+
+def _scopes(tokens: Tokens) -> dict[str, tuple[str, ...]]:
+    if isinstance(tokens, Mapping):
+        return {t: tuple(spaces) for t, spaces in tokens.items() if t}
+    return {t: (ANY,) for t in tokens if t}
 
 
 def is_loopback(host: str) -> bool:
@@ -36,13 +49,13 @@ def _host_name(host_header: str) -> str:
     return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
 
 
-def check_bind(host: str, tokens: Iterable[str]) -> None:
-    """Refuse a non-loopback bind unless at least one token exists."""
-    if not is_loopback(host) and not any(tokens):
+def check_bind(host: str, tokens: Tokens) -> None:
+    """Refuse a non-loopback bind unless at least one unrestricted token exists."""
+    if not is_loopback(host) and not any(ANY in s for s in _scopes(tokens).values()):
         raise StratamemError(
             ErrorCode.PERMISSION_DENIED,
             f"refusing to serve the viewer on non-loopback {host!r} without a token "
-            "(--token or server.tokens in config.yaml)",
+            "(--token, or a server.tokens entry allowing '*' in config.yaml)",
             {"host": host},
         )
 
@@ -50,8 +63,9 @@ def check_bind(host: str, tokens: Iterable[str]) -> None:
 class Guard:
     """Per-request checks; raises a typed ``HttpError`` (401/403) and the request changes nothing."""
 
-    def __init__(self, tokens: Iterable[str]) -> None:
-        self.tokens = [t for t in tokens if t]
+    def __init__(self, tokens: Tokens) -> None:
+        self.scopes = _scopes(tokens)
+        self.tokens = list(self.scopes)
 
     def token_of(self, req: Request) -> str | None:
         auth = req.headers.get("authorization", "")
@@ -63,10 +77,27 @@ class Guard:
                 return value
         return req.query.get("token") or None
 
+    def _scope(self, token: str | None) -> tuple[str, ...] | None:
+        """The namespaces ``token`` allows, or None when it is no token of ours (constant time)."""
+        found: tuple[str, ...] | None = None
+        for known, spaces in self.scopes.items():  # no early exit
+            if token and hmac.compare_digest(token.encode(), known.encode()):
+                found = spaces
+        return found
+
     def _valid(self, token: str | None) -> bool:
-        if not token:
+        scope = self._scope(token)
+        if scope is None:
             return False
-        return any(hmac.compare_digest(token.encode(), t.encode()) for t in self.tokens)
+        if ANY not in scope:
+            raise HttpError(
+                403,
+                ErrorCode.PERMISSION_DENIED,
+                "this token is scoped to some namespaces; the viewer shows the whole home and "
+                "needs an unrestricted token (--token, or a server.tokens entry allowing '*')",
+                {"namespaces": list(scope)},
+            )
+        return True
 
     def check(self, req: Request) -> None:
         token = self.token_of(req)

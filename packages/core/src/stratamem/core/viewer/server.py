@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -34,7 +34,7 @@ from stratamem.core.viewer.http import (
 from stratamem.core.viewer.logs import LogHub
 from stratamem.core.viewer.metrics import Metrics
 from stratamem.core.viewer.routes import ROUTES, Route
-from stratamem.core.viewer.security import COOKIE, Guard, check_bind
+from stratamem.core.viewer.security import COOKIE, Guard, Tokens, check_bind
 
 _log = get_logger("viewer")
 HEARTBEAT_S = 15.0
@@ -69,7 +69,7 @@ class ViewerServer:
         self,
         core: Any,
         *,
-        tokens: Iterable[str] = (),
+        tokens: Tokens = (),
         max_body: int = DEFAULT_MAX_BODY,
         workspace_shared: dict[str, Any] | None = None,
     ) -> None:
@@ -101,7 +101,7 @@ class ViewerServer:
         return app
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        check_bind(host, self.guard.tokens)
+        check_bind(host, self.guard.scopes)
         runner = web.AppRunner(
             self.app(),
             access_log=None,
