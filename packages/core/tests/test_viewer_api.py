@@ -205,3 +205,37 @@ async def test_sse_delivers_core_events_and_log_lines_live(tmp_path: Path) -> No
         assert b"event: core" in seen and b"event: log" in seen
         assert b"sk-shouldnotleak99" not in seen
         writer.close()
+
+
+async def _sse_until(reader: asyncio.StreamReader, marker: bytes) -> bytes:
+    seen = b""
+    async with asyncio.timeout(10):
+        while marker not in seen:
+            chunk = await reader.read(65536)
+            assert chunk, seen
+            seen += chunk
+    return seen
+
+
+async def test_sse_resumes_after_since_or_last_event_id_and_refuses_a_bad_seq(
+    tmp_path: Path,
+) -> None:
+    async with running_viewer(tmp_path) as (core, viewer):
+        await turn(core, "s1", "first turn", "ok")
+        await turn(core, "s2", "second turn", "ok")
+        events = core.bus.recent()
+        mark = events[len(events) // 2].seq
+        newest = events[-1].seq
+        for head in (
+            f"GET /events?since={mark} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            f"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: {mark}\r\n\r\n",
+        ):
+            reader, writer = await asyncio.open_connection(viewer.host, viewer.port)
+            writer.write(head.encode())
+            await writer.drain()
+            seen = await _sse_until(reader, f"id: {newest}\n".encode())
+            ids = [int(line[4:]) for line in seen.decode().splitlines() if line.startswith("id: ")]
+            assert ids == [e.seq for e in events if e.seq > mark]
+            writer.close()
+        bad = await call(viewer.url + "events?since=abc")
+        assert bad.status == 400 and bad.json()["error"]["details"]["field"] == "since"
