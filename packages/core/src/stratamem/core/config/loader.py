@@ -278,7 +278,18 @@ def patch_config_file(home: Path, patch: Mapping[str, Any]) -> dict[str, Any]:
         raise StratamemError(
             ErrorCode.CONFIG_WRITE_FAILED, f"cannot write {path}: {exc}", {"path": str(path)}
         ) from exc
+    from stratamem.core.telemetry.audit import audit
+
+    audit("config.changed", actor="config", target=str(path), keys=sorted(_dotted_keys(tree)))
     return load_config(home)
+
+
+def _dotted_keys(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        out += _dotted_keys(value, path + ".") if isinstance(value, Mapping) else [path]
+    return out
 
 
 def _apply_in_place(doc: Any, tree: Mapping[str, Any]) -> None:

@@ -17,6 +17,7 @@ import grpc
 from stratamem.contract.dtos import Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.server.errors import trailers_for
+from stratamem.core.telemetry.audit import audit
 
 ANY = "*"
 
@@ -63,6 +64,12 @@ def authorize_namespace(principal: Principal, ns: Namespace | None) -> Namespace
             raise _denied("this token must name the namespace it acts in")
         return default
     if not principal.allows(ns):
+        audit(
+            "namespace.refused",
+            actor=principal.kind,
+            namespace=ns,
+            allowed=list(principal.namespaces),
+        )
         raise _denied(
             f"namespace {ns.agent_kind}/{ns.profile_id} is not allowed for this token",
             namespace=f"{ns.agent_kind}/{ns.profile_id}",
@@ -163,5 +170,6 @@ class BearerAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         try:
             self.authenticator.authenticate(handler_call_details.invocation_metadata)
         except StratamemError as err:
+            audit("token.refused", actor="tcp", method=handler_call_details.method)
             return _rejecting_handler(handler, err)
         return handler

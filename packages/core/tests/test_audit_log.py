@@ -1,0 +1,68 @@
+"""Admin actions reach ``<home>/logs/audit.log``: config changes (keys, never values), refused
+tokens and namespaces, deletes and skill archives."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stratamem.contract.dtos import ListQuery, Namespace
+from stratamem.contract.errors import StratamemError
+from stratamem.contract.remote import RemoteCore
+from stratamem.core.config.loader import patch_config_file
+from stratamem.core.local import open_local_core
+from stratamem.core.server.app import ServeOptions, Service
+from stratamem.core.telemetry.logs import configure_logging, reset_logging
+
+OPENCLAW = Namespace(agent_kind="openclaw")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(
+        "embedding:\n  provider: none\nserver:\n  tokens:\n    scoped-token: ['hermes/*']\n",
+        encoding="utf-8",
+    )
+    configure_logging(home, {"logging": {"level": "info"}})
+    try:
+        yield home
+    finally:
+        reset_logging()
+
+
+def _audit(home: Path) -> list[dict[str, Any]]:
+    path = home / "logs" / "audit.log"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def test_a_config_change_is_audited_with_its_keys_not_its_values(home: Path) -> None:
+    patch_config_file(home, {"llm.api_key": "sk-very-secret", "retrieval.tier2_top_k": 7})
+    lines = [a for a in _audit(home) if a["event"] == "config.changed"]
+    assert lines and lines[-1]["keys"] == ["llm.api_key", "retrieval.tier2_top_k"]
+    assert "sk-very-secret" not in (home / "logs" / "audit.log").read_text(encoding="utf-8")
+
+
+async def test_refused_tokens_and_namespaces_are_audited(home: Path) -> None:
+    core = await open_local_core(home)
+    svc = await Service(core, ServeOptions(listen=["127.0.0.1:0"], token="admin-token")).start()
+    try:
+        assert svc.tcp_address is not None
+        async with RemoteCore(svc.tcp_address, token="wrong", reconnect_s=0) as bad:
+            with pytest.raises(StratamemError):
+                await bad.health()
+        async with RemoteCore(svc.tcp_address, token="scoped-token") as scoped:
+            with pytest.raises(StratamemError):
+                await scoped.list_traces(ListQuery(namespace=OPENCLAW))
+    finally:
+        await svc.stop(1.0)
+        await core.shutdown()
+    events = {a["event"]: a for a in _audit(home)}
+    assert "token.refused" in events and events["token.refused"]["method"].endswith("/Health")
+    assert events["namespace.refused"]["namespace"] == "openclaw/default"
+    assert events["namespace.refused"]["allowed"] == ["hermes/*"]
