@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,3 +20,14 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HERMES_DISABLE_LAZY_INSTALLS", "1")
     monkeypatch.setenv("TIRITH_ENABLED", "false")
     return hh
+
+
+@pytest.fixture(autouse=True)
+def _stop_started_services(tmp_path: Path) -> Iterator[None]:
+    """The provider starts the home's resident service detached; stop it after each test."""
+    yield
+    from stratamem.contract.hostkit.client import stop_service
+
+    for lock in tmp_path.rglob("owner.lock"):
+        with contextlib.suppress(Exception):
+            stop_service(lock.parent, 20)

@@ -1,9 +1,10 @@
-"""A second Hermes process on the same ``HERMES_HOME`` joins the first one's core over the home socket:
-no lock error, and each process recalls the other's turns."""
+"""Two Hermes processes on the same ``HERMES_HOME`` are thin clients of one resident service (started
+on demand by the first): no lock error, and each process recalls the other's turns."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -19,6 +20,7 @@ pytest.importorskip(
 from agent.memory_manager import MemoryManager
 from plugins.memory import load_memory_provider
 
+from stratamem.contract.hostkit.client import owner_record
 from stratamem.hermes import install
 
 FACT_A = "My favourite colour is teal, remember that please."
@@ -38,6 +40,8 @@ CHILD = textwrap.dedent(
                        hermes_home=os.environ["HERMES_HOME"], agent_context="primary",
                        agent_identity="default")
     core = provider._bridge.warm().result(120)
+    from stratamem.contract.hostkit.client import owner_record
+    owner = owner_record(provider._bridge.home)
     mgr.on_turn_start(1, "Which colour do I like best?")
     recall = mgr.prefetch_all("Which colour do I like best?")
     mgr.on_turn_start(2, sys.argv[1])
@@ -45,7 +49,7 @@ CHILD = textwrap.dedent(
     mgr.sync_all(sys.argv[1], "Noted: moss-archive-7.", session_id="proc-b")
     assert mgr.flush_pending(timeout=60)
     mgr.shutdown_all()
-    print(json.dumps({"core": type(core.core).__name__, "recall": recall}))
+    print(json.dumps({"core": type(core).__name__, "recall": recall, "owner": owner["pid"]}))
     """
 )
 
@@ -71,7 +75,10 @@ def test_a_second_hermes_process_is_a_client_of_the_first_and_both_see_each_othe
 ) -> None:
     mgr, provider = _manager(hermes_home, "proc-a")
     try:
-        assert type(provider._bridge.warm().result(120).core).__name__ == "LocalCore"
+        core = provider._bridge.warm().result(120)
+        assert type(core).__name__ == "BlockingRemoteCore"  # a thin client, not the engine
+        owner = owner_record(provider._bridge.home)
+        assert owner is not None and owner["pid"] != os.getpid()  # the detached service
         mgr.on_turn_start(1, FACT_A)
         mgr.prefetch_all(FACT_A)
         mgr.sync_all(FACT_A, "Noted: teal.", session_id="proc-a")
@@ -86,7 +93,8 @@ def test_a_second_hermes_process_is_a_client_of_the_first_and_both_see_each_othe
         assert child.returncode == 0, child.stderr
         assert "home_locked" not in child.stderr.lower()
         report = json.loads(child.stdout.strip().splitlines()[-1])
-        assert report["core"] == "RemoteCore"  # joined the owner instead of opening the store
+        assert report["core"] == "BlockingRemoteCore"
+        assert report["owner"] == owner["pid"]  # the same service, not a second one
         assert "teal" in report["recall"]  # the second process recalls the first one's turn
 
         mgr.on_turn_start(2, "What is the backup bucket called?")

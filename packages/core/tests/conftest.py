@@ -5,8 +5,9 @@ OTel allows ``set_tracer_provider`` once per process, so it happens here; tests 
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,26 @@ def span_exporter() -> Iterator[InMemorySpanExporter]:
     SPAN_EXPORTER.clear()
     yield SPAN_EXPORTER
     SPAN_EXPORTER.clear()
+
+
+@pytest.fixture(autouse=True)
+def _stop_started_services(tmp_path: Path) -> Iterator[None]:
+    """Thin clients start detached services; a test's homes must not keep one after it."""
+    yield
+    stop_services_under(tmp_path)
+
+
+def stop_services_under(root: Path) -> None:
+    """Stop every resident service owning a home below ``root`` (thin clients start them
+    detached, so a test's homes would otherwise keep a service until its idle exit)."""
+    from stratamem.contract.hostkit.client import stop_service
+
+    for lock in root.rglob("owner.lock"):
+        with contextlib.suppress(Exception):
+            stop_service(lock.parent, 20)
+
+
+@pytest.fixture
+def stop_services() -> Callable[[Path], None]:
+    """``stop_services(root)``: SIGTERM the services owning homes below ``root`` and wait."""
+    return stop_services_under

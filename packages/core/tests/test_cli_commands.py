@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -155,12 +156,13 @@ def test_export_then_import_into_a_fresh_home_restores_searchable_traces_idempot
 
 
 def test_doctor_reports_tables_and_journal(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stop_services: Callable[[Path], None]
 ) -> None:
     home = tmp_path / "h"
     assert main(["--home", str(home), "ingest", str(_write(tmp_path / "t.jsonl", FACTS))]) == 0
+    stop_services(tmp_path)  # table statistics need the store: maintenance mode, no service
     capsys.readouterr()
-    assert main(["--home", str(home), "doctor"]) == 0
+    assert main(["--home", str(home), "--offline", "doctor"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["tables"]["traces"]["rows"] == 3
     assert report["journal_backlog"] == 0
@@ -174,6 +176,9 @@ def test_reembed_rewrites_every_vector_and_search_still_works(
     home = tmp_path / "h"
     assert main(["--home", str(home), "ingest", str(_write(tmp_path / "t.jsonl", FACTS))]) == 0
     capsys.readouterr()
+    assert main(["--home", str(home), "reembed"]) == 1  # the home's service holds the store
+    assert "stratamem stop" in capsys.readouterr().err
+    assert main(["--home", str(home), "stop"]) == 0
     assert main(["--home", str(home), "reembed"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["reembedded"]["traces"] == 3 and out["dimension"] == 384

@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -76,41 +75,30 @@ def _hermes(env: dict[str, str], cwd: str, prompt: str, *extra: str) -> tuple[st
 def test_hermes_chat_cli_recalls_across_processes_and_sessions(
     stub: StubLLM, hermes_env: dict[str, str]
 ) -> None:
-    """Each `hermes chat` is a short process: with `stratamem serve` on the home (as the README
-    recommends) every one is a client of that server instead of loading the model itself."""
+    """Each `hermes chat -q` is a short process and nobody runs `stratamem serve` by hand: the first
+    process starts the home's resident service (detached), the next ones are its thin clients, and a
+    fresh process recalls what an earlier one was told within its first turn."""
+    from stratamem.contract.hostkit.client import owner_record, stop_service
+
     cwd = hermes_env.pop("_CWD")
     home = Path(hermes_env["HERMES_HOME"]) / "stratamem"
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "stratamem"),
-            "serve",
-            "--home",
-            str(home),
-            "--viewer",
-            "off",
-        ],
-        env=hermes_env,
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    assert owner_record(home) is None
     try:
-        deadline = time.monotonic() + 120
-        while not (home / "run" / "stratamem.sock").exists():
-            assert server.poll() is None, "stratamem serve exited"
-            assert time.monotonic() < deadline, "stratamem serve did not come up"
-            time.sleep(0.1)
-        _chat_turns(stub, hermes_env, cwd)
+        _chat_turns(stub, hermes_env, cwd, home)
     finally:
-        server.terminate()
-        server.wait(30)
+        stop_service(home)
 
 
-def _chat_turns(stub: StubLLM, hermes_env: dict[str, str], cwd: str) -> None:
+def _chat_turns(stub: StubLLM, hermes_env: dict[str, str], cwd: str, home: Path) -> None:
+    from stratamem.contract.hostkit.client import owner_record
+
     _, s1 = _hermes(hermes_env, cwd, FACT)
     assert s1
-    _, s2 = _hermes(hermes_env, cwd, QUESTION)  # a new session: no --resume
+    owner = owner_record(home)
+    assert owner is not None  # the service the first process started outlived it
+    _, s2 = _hermes(hermes_env, cwd, QUESTION)  # a new process and session: no --resume
     assert s2 and s2 != s1
+    assert owner_record(home) == owner  # joined the same service
     assert "teal" in _recall_in(_request_for(stub, QUESTION))
     _hermes(hermes_env, cwd, FOLLOW_UP, "--resume", s1)
     assert "teal" not in _recall_in(_request_for(stub, FOLLOW_UP))

@@ -1,7 +1,10 @@
 """One blocking core per home per process, shared by every provider instance (gateway: many agents).
 
-Opening happens off the turn thread; every call runs on a small pool and is waited on with a timeout,
-so a slow store can make a caller give up but never hang it.
+The core is the home's resident service, reached as a thin client (``stratamem.contract.hostkit``):
+a fresh ``hermes chat -q`` process imports grpc and the contract only, connects in milliseconds when
+the service runs, and starts it (detached, shared by every later process) when it does not.
+Connecting happens off the turn thread; every call runs on a small pool and is waited on with a
+timeout, so a slow start or store can make a caller give up but never hang it.
 """
 
 from __future__ import annotations
@@ -20,12 +23,18 @@ Opener = Callable[..., Any]
 
 
 def default_opener(home: Path, **overrides: Any) -> Any:
-    """The home's core as a blocking object: the owner (serving the home socket) or, when another
-    process owns the home, its client over that socket (``BlockingCore.open`` goes through
-    ``open_core``)."""
-    from stratamem.core.blocking import BlockingCore
+    """The home's core as a blocking object: a thin client of the home's resident service.
 
-    return BlockingCore.open(home, **overrides)
+    With overrides (lending Hermes' model to the core needs the core in this process) the engine is
+    opened in-process instead, as an embedder would (``BlockingCore.open`` goes through ``open_core``).
+    """
+    if overrides:
+        from stratamem.core.blocking import BlockingCore
+
+        return BlockingCore.open(home, **overrides)
+    from stratamem.contract.hostkit.client import connect_blocking
+
+    return connect_blocking(home)
 
 
 class _DaemonPool:

@@ -2,7 +2,10 @@
 
 Errors come back as the same ``StratamemError`` (the code travels in trailing metadata); in-flight
 calls per channel are capped (≥2,000 in flight on one channel makes gRPC cancel calls); a call that
-finds the server unreachable is retried within a reconnect window (it was never delivered).
+finds the server unreachable is retried within a reconnect window. Given a ``reconnect`` callback
+(``stratamem.contract.hostkit.client.connect`` passes one), a transport failure, before or during a
+call, asks it for the home's service (starting a new one if none) and resends the call on a fresh
+channel: what was not acknowledged is sent again, and turn keys make that exactly-once.
 """
 
 from __future__ import annotations
@@ -107,22 +110,49 @@ class RemoteCore:
         tls: bool = False,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         reconnect_s: float = DEFAULT_RECONNECT_S,
+        reconnect: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self.target = target
         self._metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {token}"),) if token else ()
         )
-        if tls or root_certificates is not None:
-            creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-            self._channel = grpc.aio.secure_channel(target, creds, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
-        self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
+        self._creds = (
+            grpc.ssl_channel_credentials(root_certificates=root_certificates)
+            if tls or root_certificates is not None
+            else None
+        )
+        self._open_channel(target)
         self.max_in_flight = max_in_flight
         self._sem = asyncio.Semaphore(max_in_flight)
         self.reconnect_s = reconnect_s
+        self._reconnect = reconnect
+        self._recover_lock = asyncio.Lock()
+        self._generation = 0
+        #: transport failures recovered by ``reconnect`` (a new channel each time)
+        self.reconnects = 0
         self.epoch: str | None = None
         self._closed = False
+
+    def _open_channel(self, target: str) -> None:
+        self.target = target
+        if self._creds is not None:
+            self._channel = grpc.aio.secure_channel(target, self._creds, options=CHANNEL_OPTIONS)
+        else:
+            self._channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
+
+    async def _recover(self, failed_generation: int) -> None:
+        """Find (or start) the service again and move to a fresh channel, once per failure."""
+        assert self._reconnect is not None
+        async with self._recover_lock:
+            if self._closed or self._generation != failed_generation:
+                return  # another call already recovered
+            target = await self._reconnect()
+            old = self._channel
+            self._open_channel(target)
+            self._generation += 1
+            self.reconnects += 1
+        asyncio.get_running_loop().create_task(old.close(grace=1.0))
 
     @property
     def channel(self) -> grpc.aio.Channel:
@@ -138,17 +168,33 @@ class RemoteCore:
     async def _call(self, method: str, request: Any, deadline_s: float | None = None) -> Any:
         if self._closed:
             raise StratamemError(ErrorCode.ALREADY_SHUT_DOWN, "this RemoteCore has been shut down")
-        fn = getattr(self._stub, method)
-        give_up = time.monotonic() + self.reconnect_s
+        started = time.monotonic()
+        give_up = started + self.reconnect_s
         delay = 0.05
+        recoveries = 0
         async with self._sem:
             while True:
+                generation = self._generation
+                timeout = deadline_s
+                if deadline_s is not None:
+                    timeout = deadline_s - (time.monotonic() - started)
+                    if timeout <= 0:
+                        raise StratamemError(
+                            ErrorCode.DEADLINE_EXCEEDED, f"{method}: deadline passed reconnecting"
+                        )
                 try:
-                    return await fn(request, metadata=self._metadata, timeout=deadline_s)
+                    fn = getattr(self._stub, method)
+                    return await fn(request, metadata=self._metadata, timeout=timeout)
                 except grpc.aio.AioRpcError as exc:
                     unreachable = exc.code() == grpc.StatusCode.UNAVAILABLE and not (
                         exc.trailing_metadata() or ()
                     )
+                    if unreachable and self._reconnect is not None and recoveries < 20:
+                        recoveries += 1
+                        if recoveries > 1:
+                            await asyncio.sleep(min(0.05 * recoveries, 0.5))
+                        await self._recover(generation)
+                        continue
                     if unreachable and time.monotonic() + delay < give_up:
                         await asyncio.sleep(delay)
                         delay = min(delay * 2, 0.5)

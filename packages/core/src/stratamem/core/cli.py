@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--namespace", default=None, help="AGENT/PROFILE to act in (default cli/default)"
     )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="open the engine in this process instead of through the home's service (maintenance)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text, configure, run in collect("register_commands"):
         p = sub.add_parser(name, help=help_text)

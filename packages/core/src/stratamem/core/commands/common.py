@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -34,11 +35,40 @@ def namespace_of(args: argparse.Namespace) -> Namespace:
 
 @asynccontextmanager
 async def opened_core(args: argparse.Namespace) -> AsyncIterator[MemoryCore]:
-    """The home's core: owned here, or the owner's over its socket (``open_core`` decides)."""
-    from stratamem.core import open_core
+    """The home's core, as a thin client of its resident service (started on demand).
 
-    async with open_core(getattr(args, "home", None)) as core:
-        yield core
+    ``--offline`` opens the engine in this process instead (maintenance; no service is started,
+    and a running one is still used over its socket).
+    """
+    from stratamem.core.home import resolve_home
+
+    home = resolve_home(getattr(args, "home", None))
+    if getattr(args, "offline", False):
+        from stratamem.core import open_core
+
+        async with open_core(home) as core:
+            yield core
+        return
+    from stratamem.contract.hostkit.client import connect
+
+    remote = await connect(home, start_budget_s())
+    try:
+        yield remote
+    finally:
+        await remote.shutdown()
+
+
+def start_budget_s() -> float:
+    """How long a command waits for a service it had to start (``$STRATAMEM_CLIENT_START_BUDGET_S``)."""
+    from stratamem.contract.hostkit.client import DEFAULT_START_BUDGET_S
+
+    env = os.environ.get("STRATAMEM_CLIENT_START_BUDGET_S")
+    if env:
+        try:
+            return float(env)
+        except ValueError:
+            pass
+    return DEFAULT_START_BUDGET_S
 
 
 def run_async(args: argparse.Namespace, body: Callable[[MemoryCore], Awaitable[int]]) -> int:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from stratamem.contract.errors import StratamemError
+from stratamem.contract.errors import ErrorCode, StratamemError
 
 NAME = "reembed"
 HELP = "re-embed every stored vector with the configured embedder (stop the server first)"
@@ -26,7 +26,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         home = prepare_home(resolve_home(getattr(args, "home", None)))
         cfg = load_config(home)
-        lock = HomeLock(home).acquire()
+        try:
+            lock = HomeLock(home).acquire()
+        except StratamemError as exc:
+            if exc.code is ErrorCode.HOME_LOCKED:
+                raise StratamemError(
+                    exc.code,
+                    f"{exc.message}; reembed rewrites the store itself: run `stratamem stop` first",
+                    exc.details,
+                ) from None
+            raise
         try:
             embedder = load_embedder(cfg["embedding"])
 

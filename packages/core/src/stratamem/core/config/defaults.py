@@ -266,6 +266,8 @@ DEFAULTS: dict[str, Any] = {
         "tokens": {},
         "tls": {"cert_file": "", "key_file": "", "client_ca_file": ""},
         "max_workers": 8,
+        # the resident service stops after this many seconds without calls or open streams (0 never)
+        "idle_exit_s": 900,
     },
     "workspace": {"roots": [], "backend": "lancedb"},
     "hub": {"enabled": False, "role": "client", "port": 18912, "address": ""},

@@ -30,6 +30,7 @@ from stratamem.core.server.auth import (
     normalise_tokens,
 )
 from stratamem.core.server.host_llm import HostLlmBroker, add_host_llm, register_provider
+from stratamem.core.server.idle import Activity, ActivityInterceptor
 from stratamem.core.server.limits import TRANSPORT_OPTIONS
 from stratamem.core.server.memory_service import MemoryServicer
 from stratamem.core.server.rpc import Wrapper
@@ -132,11 +133,14 @@ class Service:
         self._workspace: dict[str, Any] = {}
         self.closing = asyncio.Event()
         self.viewer_url: str | None = None
+        #: calls in flight / last call, for the idle exit of ``stratamem serve``
+        self.activity = Activity()
 
     # ------------------------------------------------------------------ building
     def _server(self, principal_of: Any, interceptors: list[Any]) -> grpc.aio.Server:
         server = grpc.aio.server(
-            options=[*TRANSPORT_OPTIONS, ("grpc.so_reuseport", 0)], interceptors=interceptors
+            options=[*TRANSPORT_OPTIONS, ("grpc.so_reuseport", 0)],
+            interceptors=[ActivityInterceptor(self.activity), *interceptors],
         )
         wrapper = Wrapper(principal_of)
         MemoryServicer(self.core, wrapper, self.closing).add_to_server(server)
@@ -237,8 +241,14 @@ class Service:
         return self
 
     def _write_serve_json(self) -> None:
+        from stratamem.contract import __version__ as contract_version
+        from stratamem.core import __version__
+
         data = {
             "pid": os.getpid(),
+            "uid": os.getuid(),
+            "version": __version__,
+            "contract_version": contract_version,
             "socket": str(self.socket_path),
             "tcp": self.tcp_address,
             "viewer_url": self.viewer_url,

@@ -1,6 +1,8 @@
-"""``stratamem serve`` runs a home's gRPC service until SIGTERM/SIGINT; ``stratamem health`` asks it.
+"""``stratamem serve`` runs a home's resident service until SIGTERM/SIGINT or its idle exit;
+``stratamem health`` asks it (starting it on demand, like every thin client).
 
-Exit codes: 0 clean stop (SIGTERM/SIGINT drain), 2 bad usage/config, 3 the home has another owner.
+Exit codes: 0 clean stop (SIGTERM/SIGINT drain, idle exit), 2 bad usage/config, 3 the home has another
+owner (said at once, before anything heavy is imported, with the owner's pid and socket).
 """
 
 from __future__ import annotations
@@ -35,25 +37,43 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--viewer", default=None, help="viewer HOST:PORT (:0 picks a free port) or off"
     )
+    parser.add_argument(
+        "--idle-exit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this long without calls or open streams (default server.idle_exit_s; 0 never)",
+    )
+
+
+def _owned_message(home: object, pid: object, sock: object) -> str:
+    return f"stratamem serve: {home} is already served by process {pid}" + (
+        f" on {sock}" if sock else ""
+    )
 
 
 async def serve(args: argparse.Namespace) -> int:
-    from stratamem.core.home import resolve_home
-    from stratamem.core.local import open_local_core
-    from stratamem.core.server.app import ServeOptions, Service
+    from stratamem.contract.hostkit.client import owner_record
+    from stratamem.core.home import prepare_home, resolve_home
 
     home = resolve_home(getattr(args, "home", None))
+    prepare_home(home)  # path errors before any heavy import
+    owner = owner_record(home)
+    if owner is not None:  # answered at once; the lock below still decides a close race
+        print(
+            _owned_message(home, owner.get("pid", "unknown"), owner.get("socket")), file=sys.stderr
+        )
+        return EXIT_OWNED
+    from stratamem.core.local import open_local_core
+    from stratamem.core.server.app import ServeOptions, Service
+    from stratamem.core.server.idle import exit_when_idle
+
     try:
         core = await open_local_core(home)
     except StratamemError as err:
         if err.code == ErrorCode.HOME_LOCKED:
             pid = err.details.get("pid", "unknown")
-            sock = err.details.get("socket")
-            print(
-                f"stratamem serve: {home} is already served by process {pid}"
-                + (f" on {sock}" if sock else ""),
-                file=sys.stderr,
-            )
+            print(_owned_message(home, pid, err.details.get("socket")), file=sys.stderr)
             return EXIT_OWNED
         raise
     from pathlib import Path
@@ -98,7 +118,12 @@ async def serve(args: argparse.Namespace) -> int:
         info = {"socket": str(service.socket_path), "tcp": service.tcp_address}
         print(json.dumps({"ready": True, **info, "viewer_url": service.viewer_url}), flush=True)
         insights.start()
+        idle_s = args.idle_exit
+        if idle_s is None:
+            idle_s = float(core.config["server"]["idle_exit_s"])
+        idle = asyncio.create_task(exit_when_idle(service.activity, float(idle_s), stop))
         await stop.wait()
+        idle.cancel()
         if viewer is not None:
             await viewer.stop()
         await insights.stop()
@@ -120,19 +145,19 @@ def configure_health(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", default=argparse.SUPPRESS, help="runtime home to ask")
 
 
-async def _health(home: str | None) -> dict[str, Any]:
+async def _health(args: argparse.Namespace) -> dict[str, Any]:
     from dataclasses import asdict
 
-    from stratamem.core import open_core
+    from stratamem.core.commands.common import opened_core
 
-    async with open_core(home) as core:  # the owner's socket when a service runs, else in-process
+    async with opened_core(args) as core:  # the home's service, started on demand
         return asdict(await core.health())
 
 
 def run_health(args: argparse.Namespace) -> int:
     """Print the core's health as JSON; exit 0 when healthy, 1 otherwise."""
     try:
-        data = asyncio.run(_health(getattr(args, "home", None)))
+        data = asyncio.run(_health(args))
     except StratamemError as err:
         print(f"stratamem health: unhealthy: {err}", file=sys.stderr)
         return 1
@@ -140,8 +165,36 @@ def run_health(args: argparse.Namespace) -> int:
     return 0 if data.get("ok") else 1
 
 
+def configure_stop(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--home", default=argparse.SUPPRESS, help="runtime home whose service to stop"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds to wait for it to exit"
+    )
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    """SIGTERM the home's service (it drains and releases the home); 0 once the home is free."""
+    from stratamem.contract.hostkit.client import stop_service
+    from stratamem.core.home import resolve_home
+
+    home = resolve_home(getattr(args, "home", None))
+    try:
+        pid = stop_service(home, args.timeout)
+    except StratamemError as err:
+        print(f"stratamem stop: error [{err.code.value}] {err.message}", file=sys.stderr)
+        return 1
+    print(
+        f"stratamem stop: {'stopped process ' + str(pid) if pid else 'no service owns ' + str(home)}",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def commands() -> list[tuple[Any, ...]]:
     return [
+        ("stop", "stop the home's resident service (it drains first)", configure_stop, run_stop),
         ("serve", "run the memory service for a home (gRPC)", configure_serve, run_serve),
         (
             "health",

@@ -1,0 +1,102 @@
+"""Idle exit of the resident service: it stops after ``server.idle_exit_s`` without calls or open streams.
+
+Every RPC on every listener (core, workspace, host services, health) passes an interceptor that
+counts it in flight from its start until its last response; the service is idle only when nothing is
+in flight, and idle time counts from the end of the last call. ``0`` disables the exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+
+
+class Activity:
+    """Calls in flight and when the last one ended (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.last = time.monotonic()
+
+    def begin(self) -> None:
+        self.in_flight += 1
+        self.last = time.monotonic()
+
+    def end(self) -> None:
+        self.in_flight -= 1
+        self.last = time.monotonic()
+
+    def idle_for(self) -> float:
+        return 0.0 if self.in_flight > 0 else time.monotonic() - self.last
+
+
+def _wrap(fn: Any, activity: Activity) -> Any:
+    if fn is None:
+        return None
+    if inspect.isasyncgenfunction(fn):
+
+        async def stream(request: Any, context: Any) -> Any:
+            activity.begin()
+            try:
+                async for item in fn(request, context):
+                    yield item
+            finally:
+                activity.end()
+
+        return stream
+    if inspect.iscoroutinefunction(fn):
+
+        async def unary(request: Any, context: Any) -> Any:
+            activity.begin()
+            try:
+                return await fn(request, context)
+            finally:
+                activity.end()
+
+        return unary
+
+    def plain(request: Any, context: Any) -> Any:
+        activity.begin()
+        try:
+            return fn(request, context)
+        finally:
+            activity.end()
+
+    return plain
+
+
+class ActivityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Counts every call's lifetime into an ``Activity``."""
+
+    def __init__(self, activity: Activity) -> None:
+        self.activity = activity
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or not hasattr(handler, "_replace"):
+            return handler
+        fields = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
+        return handler._replace(
+            **{f: _wrap(getattr(handler, f), self.activity) for f in fields}
+        )
+
+
+async def exit_when_idle(activity: Activity, idle_s: float, stop: asyncio.Event) -> None:
+    """Set ``stop`` once the service has been idle for ``idle_s`` seconds (never when ``<= 0``)."""
+    if idle_s <= 0:
+        return
+    while not stop.is_set():
+        left = idle_s - activity.idle_for()
+        if left <= 0:
+            stop.set()
+            return
+        await asyncio.sleep(min(max(left, 0.05), 5.0))
