@@ -111,10 +111,10 @@ def test_two_clients_racing_to_start_end_with_exactly_one_server(tmp_path: Path)
     home = _home(tmp_path)
     code = (
         "import json, sys\n"
-        "from stratamem.contract.hostkit.client import ensure_service, read_serve_json\n"
+        "from stratamem.contract.hostkit.client import ensure_service, owner_record\n"
         "from pathlib import Path\n"
         "sock = ensure_service(sys.argv[1])\n"
-        "print(json.dumps({'socket': sock, 'pid': read_serve_json(Path(sys.argv[1]))['pid']}))\n"
+        "print(json.dumps({'socket': sock, 'pid': owner_record(Path(sys.argv[1]))['pid']}))\n"
     )
     procs = [
         subprocess.Popen([sys.executable, "-c", code, str(home)], stdout=subprocess.PIPE, text=True)
