@@ -239,3 +239,25 @@ async def test_sse_resumes_after_since_or_last_event_id_and_refuses_a_bad_seq(
             writer.close()
         bad = await call(viewer.url + "events?since=abc")
         assert bad.status == 400 and bad.json()["error"]["details"]["field"] == "since"
+
+
+async def test_sse_resuming_with_a_seq_from_before_a_restart_gets_this_epochs_events(
+    tmp_path: Path,
+) -> None:
+    """A browser's EventSource resends its Last-Event-ID after ``serve`` restarted (seqs begin at 1
+    again): the stream must not skip this epoch's events until they pass the old number."""
+    async with running_viewer(tmp_path) as (core, viewer):
+        await turn(core, "s1", "before the reconnect", "ok")
+        stale = core.bus.recent()[-1].seq + 1000
+        reader, writer = await asyncio.open_connection(viewer.host, viewer.port)
+        writer.write(
+            f"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: {stale}\r\n\r\n".encode()
+        )
+        await writer.drain()
+        replayed = await _sse_until(reader, b"turn.captured")
+        assert b"id: 1\n" in replayed
+        await turn(core, "s2", "after the reconnect", "ok")
+        newest = core.bus.recent()[-1].seq
+        live = await _sse_until(reader, f"id: {newest}\n".encode())
+        assert b"turn.captured" in live
+        writer.close()

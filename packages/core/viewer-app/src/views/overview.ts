@@ -61,7 +61,7 @@ export function overview(root: HTMLElement): () => void {
 
   // Each event once: the list starts from /api/events/recent, the stream then carries on after its
   // newest seq; events that arrive while the list loads wait, and any seq already shown is skipped.
-  const shown = new Set<number>();
+  const shown = new Set<string>(); // epoch:seq (a restarted server counts from 1 again)
   let newest = 0;
   let loaded = false;
   let caughtUp = Infinity; // the seq the stream's hello says its replay ends at
@@ -69,8 +69,9 @@ export function overview(root: HTMLElement): () => void {
   const markLive = () => feed.setAttribute("data-stream", "live");
   const addEvent = (e: any, live: boolean) => {
     if (typeof e.seq === "number") {
-      if (shown.has(e.seq)) return;
-      shown.add(e.seq);
+      const key = `${e.epoch ?? ""}:${e.seq}`;
+      if (shown.has(key)) return;
+      shown.add(key);
       newest = Math.max(newest, e.seq);
     }
     const item = h(

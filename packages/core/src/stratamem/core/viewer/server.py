@@ -224,12 +224,15 @@ class ViewerServer:
         bus = self.core.bus
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(2048)
         log_queue = self.hub.subscribe()
+        recent = bus.recent()
+        newest = recent[-1].seq if recent else 0
         if since is None:
-            recent = bus.recent()
-            since = recent[-1].seq if recent else 0
+            since = newest
             replay = recent[-REPLAY:]
         else:
-            replay = [e for e in bus.recent(since)][-REPLAY:]
+            # a seq past the newest is from an earlier epoch (serve restarted): all of this one is new
+            since = 0 if since > newest else since
+            replay = bus.recent(since)[-REPLAY:]
         since = max([since, *(e.seq for e in replay)])
 
         async def pump_core() -> None:
