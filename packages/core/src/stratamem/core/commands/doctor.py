@@ -38,6 +38,8 @@ async def collect(core: Any) -> dict[str, Any]:
     writer = getattr(core, "journal", None)
     if writer is not None:
         report["journal_set_aside"] = writer.set_aside_total
+    elif "journal_set_aside" not in health.counts and health.home:
+        report["journal_set_aside"] = _set_aside_on_disk(health.home)
     if store is not None:  # in-process owner: full table statistics
         report["tables"] = await store.stats()
         data = core.home / "data"
@@ -46,6 +48,22 @@ async def collect(core: Any) -> dict[str, Any]:
         report["tables"] = None
         report["note"] = "a server owns this home; table statistics are available in its process"
     return report
+
+
+def _set_aside_on_disk(home: str) -> int:
+    """Set-aside journal entries read from the home's SQLite (WAL: safe beside the owner)."""
+    from pathlib import Path
+
+    from stratamem.core.storage.sqlite import Database
+
+    path = Path(home) / "data" / "stratamem.db"
+    if not path.exists():
+        return 0
+    db = Database(path)
+    try:
+        return db.journal_set_aside_count()
+    finally:
+        db.close()
 
 
 def run(args: argparse.Namespace) -> int:
