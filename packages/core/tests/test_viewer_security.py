@@ -17,11 +17,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 from viewer_support import call, running_viewer, turn
 
 
-async def raw(host: str, port: int, data: bytes) -> bytes:
+async def raw(host: str, port: int, data: bytes, until: bytes | None = None) -> bytes:
+    """Send ``data``; read to EOF, or only until ``until`` has arrived."""
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(data)
     await writer.drain()
-    out = await asyncio.wait_for(reader.read(), 10)
+    out = b""
+    async with asyncio.timeout(10):
+        while chunk := await reader.read(65536):
+            out += chunk
+            if until is not None and until in out:
+                break
     writer.close()
     return out
 
@@ -144,6 +150,25 @@ async def test_oversized_heads_and_chunked_bodies_are_refused_and_the_server_goe
         assert b'"max_bytes": 1048576' in chunked
         assert (tmp_path / "config.yaml").read_bytes() == before
         assert (await call(viewer.url + "api/system")).status == 200
+
+
+async def test_half_sent_heads_and_trickled_bodies_do_not_hold_a_connection(
+    tmp_path: Path,
+) -> None:
+    async with running_viewer(tmp_path, idle_timeout_s=1.0) as (_, viewer):
+        before = (tmp_path / "config.yaml").read_bytes()
+        half_head = await raw(viewer.host, viewer.port, b"GET /api/system HTTP/1.1\r\nHost: 1")
+        assert b"200 OK" not in half_head  # closed by the server (the read is bounded at 10 s)
+        trickled = await raw(
+            viewer.host,
+            viewer.port,
+            b"PATCH /api/config HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 40\r\n\r\n" + b'{"retrieval": ',
+            until=b"}}",
+        )
+        assert _status(trickled) == 408, trickled[:200]
+        assert b'"deadline_exceeded"' in trickled
+        assert (tmp_path / "config.yaml").read_bytes() == before
 
 
 async def test_bad_tokens_are_401_even_from_loopback_and_set_no_cookie(tmp_path: Path) -> None:

@@ -73,11 +73,12 @@ async def running_viewer(
     *,
     tokens: tuple[str, ...] | dict[str, tuple[str, ...]] = (),
     host: str = "127.0.0.1",
+    idle_timeout_s: float = 30.0,
     **overrides: Any,
 ) -> AsyncIterator[tuple[Any, ViewerServer]]:
     overrides.setdefault("embedding__provider", "none")
     async with open_core(home, **overrides) as core:
-        viewer = ViewerServer(core, tokens=tokens)
+        viewer = ViewerServer(core, tokens=tokens, idle_timeout_s=idle_timeout_s)
         await viewer.start(host, 0)
         try:
             yield core, viewer

@@ -85,9 +85,7 @@ class ActivityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if handler is None or not hasattr(handler, "_replace"):
             return handler
         fields = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
-        return handler._replace(
-            **{f: _wrap(getattr(handler, f), self.activity) for f in fields}
-        )
+        return handler._replace(**{f: _wrap(getattr(handler, f), self.activity) for f in fields})
 
 
 async def exit_when_idle(activity: Activity, idle_s: float, stop: asyncio.Event) -> None:

@@ -7,6 +7,7 @@ errors onto statuses and hands handlers a plain, already-authorised view of the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -149,8 +150,11 @@ def too_large(length: int | None, max_body: int) -> HttpError:
     )
 
 
-async def read_body(request: web.Request, max_body: int) -> bytes:
-    """The body, refused with 413 before reading when its declared length is over the limit.
+async def read_body(
+    request: web.Request, max_body: int, timeout_s: float = IDLE_TIMEOUT_S
+) -> bytes:
+    """The body, refused with 413 before reading when its declared length is over the limit, and
+    with 408 when it does not arrive within ``timeout_s`` (a trickled body holds no connection).
 
     aiohttp bounds undeclared (chunked) bodies with ``client_max_size`` and drains what a refused
     client still sends (lingering close), so the client reads our 413 instead of a reset.
@@ -161,9 +165,17 @@ async def read_body(request: web.Request, max_body: int) -> bytes:
     if declared is not None and declared > max_body:
         raise too_large(declared, max_body)
     try:
-        return await request.read()
+        async with asyncio.timeout(timeout_s):
+            return await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise too_large(declared, max_body) from None
+    except TimeoutError:
+        raise HttpError(
+            408,
+            ErrorCode.DEADLINE_EXCEEDED,
+            f"the request body did not arrive within {timeout_s:g} s",
+            {"timeout_s": timeout_s},
+        ) from None
 
 
 def json_reply(data: Any, status: int = 200) -> web.Response:

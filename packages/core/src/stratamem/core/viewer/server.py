@@ -71,6 +71,7 @@ class ViewerServer:
         *,
         tokens: Tokens = (),
         max_body: int = DEFAULT_MAX_BODY,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
         workspace_shared: dict[str, Any] | None = None,
     ) -> None:
         self.core = core
@@ -81,6 +82,9 @@ class ViewerServer:
         if workspace_shared is not None:
             self.api.workspace.shared = workspace_shared
         self.max_body = max_body
+        self.idle_timeout_s = (
+            idle_timeout_s  # idle or half-sent head (aiohttp), trickled body (ours)
+        )
         self.closing = asyncio.Event()
         self.url = ""
         self.host = ""
@@ -107,7 +111,7 @@ class ViewerServer:
             access_log=None,
             handle_signals=False,
             shutdown_timeout=SHUTDOWN_S,
-            keepalive_timeout=IDLE_TIMEOUT_S,
+            keepalive_timeout=self.idle_timeout_s,
             max_line_size=MAX_LINE_BYTES,
             max_field_size=MAX_LINE_BYTES,
             max_headers=MAX_HEADERS,
@@ -146,7 +150,7 @@ class ViewerServer:
         req = Request.of(request)
         try:
             self.guard.check(req)  # before the body is read: a refused caller uploads nothing
-            req.body = await read_body(request, self.max_body)
+            req.body = await read_body(request, self.max_body, self.idle_timeout_s)
             request[VIEW] = req
             resp = await handler(request)
             token = req.query.get("token")
@@ -158,7 +162,10 @@ class ViewerServer:
         except StratamemError as err:
             if not isinstance(err, HttpError) and err.code == ErrorCode.INTERNAL:
                 _log.error("viewer.internal", path=req.path, error=str(err))
-            return error_reply(err)
+            reply = error_reply(err)
+            if reply.status == 408:
+                reply.force_close()  # the rest of that body is not a next request
+            return reply
         except Exception as exc:  # a bug: say so without leaking internals
             _log.exception("viewer.failed", path=req.path, method=req.method)
             return error_reply(
