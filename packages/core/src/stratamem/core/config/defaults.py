@@ -238,6 +238,9 @@ DEFAULTS: dict[str, Any] = {
         "hot_ann_threads": 2,
         #: a filtered ANN query over-fetches limit×2/share; past this it scans exactly instead
         "hot_ann_max_fetch": 2000,
+        #: BLAS threads of the serving process (hotindex/blas.py: one is faster on shared cores);
+        #: 0 leaves the library's own setting
+        "hot_blas_threads": 1,
         "optimize_interval_s": 300,
         "optimize_after_rows": 500,
         "cleanup_older_than_s": 300,

@@ -16,11 +16,19 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import snowballstemmer
 
-from stratamem.core.retrieval.text import CJK_RUN, cjk_bigrams
+
+def _text() -> Any:
+    """The query-side analysis (``retrieval.text``), imported on first use: importing the
+    ``retrieval`` package at module load would close an import cycle (retrieval → hotindex)."""
+    from stratamem.core.retrieval import text
+
+    return text
+
 
 _WORD = re.compile(r"[^\W_]+")
 _MAX_TOKEN = 40
@@ -43,8 +51,11 @@ def _fold(text: str) -> str:
 def analyze(text: str) -> list[str]:
     """Index tokens of a document: stemmed words (CJK runs excluded) plus CJK bigrams."""
     low = _fold(text or "")
-    out = [_stem(w) for w in _WORD.findall(low) if len(w) <= _MAX_TOKEN and not CJK_RUN.match(w)]
-    out.extend(cjk_bigrams(low))
+    t = _text()
+    cjk = t.CJK_RUN
+    out = [_stem(w) for w in _WORD.findall(low) if len(w) <= _MAX_TOKEN and not cjk.match(w)]
+    if cjk.search(low):
+        out.extend(t.cjk_bigrams(low))
     return out
 
 
@@ -52,7 +63,7 @@ def query_tokens(terms: Iterable[str]) -> list[str]:
     """Tokens of the query's content terms (stop words already removed), deduplicated."""
     out: list[str] = []
     for term in terms:
-        for tok in analyze(term) if not CJK_RUN.fullmatch(term) else [term]:
+        for tok in analyze(term) if not _text().CJK_RUN.fullmatch(term) else [term]:
             if tok not in out:
                 out.append(tok)
     return out

@@ -215,10 +215,12 @@ class HotTable:
 
     # -- reads -------------------------------------------------------------------------------
     def full_row(self, slot: int) -> Row:
-        """The row with its vectors (as the store returns it)."""
+        """The row with its vectors (as the store returns it; ``_unit_vectors`` marks them as
+        already normalised for the retrieval candidates)."""
         row = dict(self.rows[slot] or {})
         for c in self.vec_cols:
             row[c] = self.vecs[c][slot] if self.has[c][slot] else None
+        row["_unit_vectors"] = True
         return row
 
     def visible_mask(self, ns: Namespace | None) -> np.ndarray:

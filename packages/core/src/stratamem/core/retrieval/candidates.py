@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+#: row key marking vectors that are already float32 unit vectors of the store's dimension
+UNIT_VECTORS = "_unit_vectors"
 TIER_OF = {"skill": 1, "trace": 2, "episode": 2, "experience": 2, "world_model": 3}
 
 
@@ -56,7 +58,10 @@ class Pool:
         rid = str(row["id"])
         cand = self.items.get(rid)
         if cand is None:
-            vecs = [v for v in (unit(row.get(c)) for c in self.vector_columns) if v is not None]
+            if row.get(UNIT_VECTORS):  # the hot index's rows: vectors already unit, no extras
+                vecs = [v for v in (row.get(c) for c in self.vector_columns) if v is not None]
+            else:
+                vecs = [v for v in (unit(row.get(c)) for c in self.vector_columns) if v is not None]
             clean = {
                 k: v
                 for k, v in row.items()

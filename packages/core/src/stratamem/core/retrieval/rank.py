@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from stratamem.core.retrieval.candidates import Candidate
 
 #: per-channel RRF weights (vector + BM25 carry the signal; substring patterns only help)
@@ -176,14 +178,33 @@ def relative_threshold(items: list[Ranked], p: RankParams) -> list[Ranked]:
     return out
 
 
-def _max_cos(it: Ranked, chosen: Sequence[Ranked]) -> float:
-    best = 0.0
-    for other in chosen:
-        for a in it.cand.vectors[:1]:
-            for b in other.cand.vectors[:1]:
-                if a.shape == b.shape:
-                    best = max(best, float(a @ b))
-    return best
+class _Redundancy:
+    """Each item's highest cosine to the chosen ones (first vectors; 0 when none or shapes differ),
+    kept current with one matrix-vector product per pick instead of a Python loop per pair."""
+
+    def __init__(self, items: Sequence[Ranked]) -> None:
+        self.pos = {id(it): i for i, it in enumerate(items)}
+        self.best = np.zeros(len(items), dtype=np.float64)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, it in enumerate(items):
+            if it.cand.vectors:
+                groups.setdefault(it.cand.vectors[0].shape, []).append(i)
+        self.groups = {
+            shape: (np.array(idx), np.stack([items[i].cand.vectors[0] for i in idx]))
+            for shape, idx in groups.items()
+        }
+
+    def of(self, it: Ranked) -> float:
+        return float(self.best[self.pos[id(it)]])
+
+    def chose(self, it: Ranked) -> None:
+        if not it.cand.vectors:
+            return
+        v = it.cand.vectors[0]
+        got = self.groups.get(v.shape)
+        if got is not None:
+            idx, mat = got
+            self.best[idx] = np.maximum(self.best[idx], mat @ v)
 
 
 def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
@@ -192,15 +213,17 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
     remaining = sorted(items, key=lambda it: -it.relevance)
     chosen: list[Ranked] = []
     per_tier: dict[int, int] = {}
+    red = _Redundancy(remaining)
 
     def room(it: Ranked) -> bool:
         return per_tier.get(it.cand.tier, 0) < int(p.tier_caps.get(it.cand.tier, 0))
 
     def take(it: Ranked) -> None:
-        it.redundancy = _max_cos(it, chosen)
+        it.redundancy = red.of(it)
         it.score = lam * it.relevance - (1 - lam) * it.redundancy
         chosen.append(it)
         remaining.remove(it)
+        red.chose(it)
         per_tier[it.cand.tier] = per_tier.get(it.cand.tier, 0) + 1
 
     if remaining and p.smart_seed:
@@ -218,7 +241,7 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
         open_items = [it for it in remaining if room(it)]
         if not open_items:
             break
-        pick = max(open_items, key=lambda it: lam * it.relevance - (1 - lam) * _max_cos(it, chosen))
+        pick = max(open_items, key=lambda it: lam * it.relevance - (1 - lam) * red.of(it))
         take(pick)
     return sorted(chosen, key=lambda it: (-it.score, -it.rrf))
 
