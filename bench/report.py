@@ -162,6 +162,77 @@ def headline(res: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]
     return rows, nums
 
 
+def hot_path(res: dict[str, Any]) -> list[str]:
+    """Per-size ratios of the served path (issue 15): engine / exact numpy, engine / LanceDB flat,
+    engine / the seed design, gRPC / in-process, and the in-memory index's footprint."""
+    sc = res.get("scaling")
+    if not sc:
+        return []
+    lines = [
+        "",
+        "## Hot path ratios",
+        "",
+        "`engine` is retrieval without the embed (the served path: the in-memory hot index); "
+        "`seed design` is the seed system's brute-force cosine over SQLite, in process, over the "
+        "same vectors. Ratios of p50s measured side by side in this run; targets: engine ≤ 1.5× "
+        "numpy, ≤ 10 ms at 100k, ≤ 3 ms fixed overhead (10 traces), ≤ 0.5× the seed design.",
+        "",
+    ]
+    body = []
+    for s in sc["sizes"]:
+        ph = s["flat"]
+        rn, ex = _lat(ph, "retrieval_no_embed"), _lat(ph, "numpy_exact")
+        lf, sd = _lat(ph, "lance_flat"), _lat(ph, "seed_bruteforce_sqlite")
+        ts = _lat(ph, "turn_start")
+        rec = ph.get("recall_at_10_vs_exact", {}).get("hot_vector", math.nan)
+        hot = s.get("hot", {})
+        mem = s.get("memory_mb", {})
+        body.append(
+            [
+                f"{s['rows']:,}",
+                f"{fmt(rn)} / {fmt(_lat(ph, 'retrieval_no_embed', 'p95'))}",
+                f"{fmt(ts)} / {fmt(_lat(ph, 'turn_start', 'p95'))}",
+                f"{fmt(rn / ex)}×",
+                f"{fmt(rn / lf)}×",
+                f"{fmt(rn / sd)}×",
+                fmt(rec),
+                "ANN" if hot.get("ann") else "exact",
+                f"{s.get('hot_load_s', '–')} s",
+                f"{hot.get('vector_mb', '–')} MB",
+                f"{mem.get('VmRSS', '–')} / {mem.get('VmHWM', '–')} MB",
+            ]
+        )
+    lines.append(
+        _table(
+            [
+                "rows",
+                "engine p50 / p95",
+                "turn_start p50 / p95",
+                "engine / numpy",
+                "engine / LanceDB flat",
+                "engine / seed design",
+                "hot recall@10",
+                "hot vector path",
+                "hot index load",
+                "hot vectors",
+                "process RSS / peak",
+            ],
+            body,
+        )
+    )
+    gr = res.get("grpc")
+    if gr:
+        base = gr["in_process"]["search"]["median"]
+        cells = [
+            f"{k}: {fmt(gr[k]['search']['median'] / base)}× "
+            f"(+{fmt(gr['overhead_ms'][k]['search']['p50'])} ms p50, "
+            f"+{fmt(gr['overhead_ms'][k]['search']['p95'])} ms p95)"
+            for k in ("unix_socket", "tcp_loopback")
+        ]
+        lines += ["", "gRPC / in-process `search` (p50 ratio): " + "; ".join(cells) + "."]
+    return lines
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -201,6 +272,7 @@ def render(res: dict[str, Any]) -> str:
             [[r["figure"], r["value"], r["target"], r["verdict"], r["note"]] for r in rows],
         )
     )
+    lines += hot_path(res)
     sc = res.get("scaling")
     if sc:
         lines += [
@@ -222,6 +294,8 @@ def render(res: dict[str, Any]) -> str:
             ("numpy_exact", "numpy exact"),
             ("lance_flat", "LanceDB flat"),
             ("vector_channel", "vector channel"),
+            ("hot_vector", "hot vector"),
+            ("seed_bruteforce_sqlite", "seed design (SQLite scan)"),
             ("ann_tuned", "ANN tuned"),
             ("ann_tuned_postfilter", "ANN tuned, postfilter"),
             ("ann_tuned_nofilter", "ANN tuned, no filter"),
@@ -277,6 +351,7 @@ def render(res: dict[str, Any]) -> str:
                         f"{s['rows']:,} {phase}",
                         fmt(r.get("lance_flat", math.nan)),
                         fmt(r.get("vector_channel", math.nan)),
+                        fmt(r.get("hot_vector", math.nan)),
                         fmt(r.get("ann_tuned", math.nan)),
                         fmt(r.get("ann_tuned_postfilter", math.nan)),
                         s[phase].get("turn_start_with_hits", "–"),
@@ -290,6 +365,7 @@ def render(res: dict[str, Any]) -> str:
                     "rows / index",
                     "LanceDB flat",
                     "vector channel",
+                    "hot vector",
                     "ANN tuned",
                     "ANN tuned, postfilter",
                     "turn_start with hits",

@@ -33,6 +33,50 @@ class FixedQueryEmbedder:
         return self.vec
 
 
+class SeedDesign:
+    """The seed system's recall design (MemOS local plugin: brute-force cosine over SQLite, in
+    process), rebuilt here over the same vectors: each query reads the namespace's embeddings from
+    SQLite and scans them with numpy. The plugin itself is TypeScript; this is its design in
+    Python, measured side by side (the issue allows either)."""
+
+    def __init__(self, path: Path, ids: np.ndarray, matrix: np.ndarray) -> None:
+        import sqlite3
+
+        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE chunks(id TEXT PRIMARY KEY, owner TEXT, vec BLOB)")
+        self.db.executemany(
+            "INSERT INTO chunks VALUES (?, ?, ?)",
+            ((str(i), AGENT, v.tobytes()) for i, v in zip(ids, matrix, strict=True)),
+        )
+        self.db.commit()
+        self.dim = matrix.shape[1]
+
+    def search(self, qvec: np.ndarray, k: int) -> list[str]:
+        rows = self.db.execute("SELECT id, vec FROM chunks WHERE owner = ?", (AGENT,)).fetchall()
+        if not rows:
+            return []
+        mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, self.dim)
+        scores = mat @ qvec
+        top = np.argsort(-scores)[:k]
+        return [rows[i][0] for i in top]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def memory_mb() -> dict[str, float]:
+    """Resident and peak resident memory of this process (``/proc/self/status``), MB."""
+    out: dict[str, float] = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, val = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = round(int(val.split()[0]) / 1024, 1)
+    except OSError:
+        pass
+    return out
+
+
 def dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -76,6 +120,7 @@ async def _measure(
     warmup: int,
     ann: bool,
     label: str,
+    seed: SeedDesign | None = None,
 ) -> dict[str, Any]:
     from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
     from stratamem.core.retrieval import channels as ch
@@ -112,6 +157,13 @@ async def _measure(
             recall.setdefault("vector_channel", []).append(
                 metrics.overlap_at_k([r["id"] for r, _s in got], exact, 10)
             )
+        if seed is not None:
+            ms, got_seed = time_sync(lambda q=qvec: seed.search(q, 10))
+            if keep:
+                samples.add("seed_bruteforce_sqlite", ms)
+                recall.setdefault("seed_bruteforce_sqlite", []).append(
+                    metrics.overlap_at_k(got_seed, exact, 10)
+                )
         if hot is not None:
             from stratamem.core.retrieval.hot_channels import trace_mask
 
@@ -217,9 +269,14 @@ async def run_size(
             out["hot_load_s"] = round(time.perf_counter() - t0, 2)
             if core.store.hot is not None:
                 out["hot"] = core.store.hot.stats()["traces"]
-            out["flat"] = await _measure(
-                core, embedder, ids, matrix, queries, warmup, False, "flat"
-            )
+            seed_db = SeedDesign(home / "seed.db", ids, matrix)
+            try:
+                out["flat"] = await _measure(
+                    core, embedder, ids, matrix, queries, warmup, False, "flat", seed_db
+                )
+            finally:
+                seed_db.close()
+            out["memory_mb"] = memory_mb()
             if ann_phase:
                 core.store.cfg["ann_threshold_rows"] = ann_threshold if size >= ann_threshold else 1
                 t0 = time.perf_counter()

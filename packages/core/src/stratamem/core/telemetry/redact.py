@@ -45,9 +45,12 @@ class Redactor:
     def __init__(self, extra_keys: Iterable[str] = ()) -> None:
         self.words = set(DEFAULT_SECRET_WORDS)
         self.exact: set[str] = set()
+        #: key -> verdict; log records reuse a small set of keys, so each is analysed once
+        self._verdicts: dict[str, bool] = {}
         self.add_keys(extra_keys)
 
     def add_keys(self, keys: Iterable[str]) -> None:
+        self._verdicts = {}
         for k in keys:
             n = _normal(str(k))
             if n:
@@ -57,6 +60,14 @@ class Redactor:
 
     def is_secret_key(self, key: object) -> bool:
         text = str(key)
+        got = self._verdicts.get(text)
+        if got is None:
+            got = self._verdicts[text] = self._secret(text)
+            if len(self._verdicts) > 4096:
+                self._verdicts = {}
+        return got
+
+    def _secret(self, text: str) -> bool:
         whole = _normal(text)
         if whole in self.exact or whole in self.words or whole == "tokens":
             return True

@@ -22,7 +22,7 @@ def tracer() -> trace.Tracer:
 @contextmanager
 def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
     """A span named ``stratamem.<name>``; ``None`` attributes are dropped."""
-    from stratamem.core.telemetry.logs import get_logger, perf_enabled
+    from stratamem.core.telemetry.logs import perf_enabled
 
     attrs = {k: v for k, v in attributes.items() if v is not None}
     started = time.perf_counter()
@@ -35,13 +35,25 @@ def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
         raise
     finally:
         if perf_enabled():
-            get_logger("perf").info(
+            _perf_log().info(
                 "stage",
                 stage=name,
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
                 error=error,
                 **{k: v for k, v in attrs.items() if isinstance(v, (str, int, float, bool))},
             )
+
+
+_perf: list[Any] = []
+
+
+def _perf_log() -> Any:
+    """The ``perf`` channel's logger, built once (a span ends on every pipeline stage)."""
+    if not _perf:
+        from stratamem.core.telemetry.logs import get_logger
+
+        _perf.append(get_logger("perf"))
+    return _perf[0]
 
 
 def configure_tracing(config: Mapping[str, Any] | None = None, *, embedded: bool = False) -> Any:
