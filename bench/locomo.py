@@ -327,8 +327,10 @@ async def run_locomo(
     max_questions: int = 0,
     overrides: dict[str, Any] | None = None,
     llm_overrides: dict[str, Any] | None = None,
+    homes: Path | None = None,
 ) -> dict[str, Any]:
-    """The whole section; ``{"skipped": reason}`` when the data is absent."""
+    """The whole section; ``{"skipped": reason}`` when the data is absent. ``homes`` keeps each
+    conversation's home there and reuses it when already ingested (for tuning retrieval only)."""
     if path is None or not await asyncio.to_thread(path.is_file):
         return {"skipped": f"LoCoMo data not found ({path or 'shared/data/locomo-dev.json'})"}
     from stratamem.core.local import open_local_core
@@ -341,13 +343,19 @@ async def run_locomo(
     ingest_s = 0.0
     for conv in convs:
         with tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
-            core = await open_local_core(Path(tmp), embedder=embedder, **(overrides or {}))
+            home = homes / conv.id if homes is not None else Path(tmp)
+            saved = home / "locomo-keys.json"
+            core = await open_local_core(home, embedder=embedder, **(overrides or {}))
             try:
                 t0 = time.perf_counter()
-                key_of = await ingest(core, conv)
-                await core.flush(600)
-                await core.store.optimize()
-                await core.store.ensure_indexes()
+                if homes is not None and await asyncio.to_thread(saved.is_file):
+                    key_of = json.loads(await asyncio.to_thread(saved.read_text))
+                else:
+                    key_of = await ingest(core, conv)
+                    await core.flush(600)
+                    await core.store.optimize()
+                    await core.store.ensure_indexes()
+                    await asyncio.to_thread(saved.write_text, json.dumps(key_of))
                 ingest_s += time.perf_counter() - t0
                 got = await ask(core, conv, conv.questions, key_of, tok)
                 got |= await baselines(core, conv, conv.questions, key_of, embedder)

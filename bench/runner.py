@@ -42,6 +42,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="LoCoMo json (default: $STRATAMEM_LOCOMO or shared/data/locomo-dev.json beside the repo)",
     )
+    p.add_argument(
+        "--locomo-homes",
+        type=Path,
+        default=None,
+        help="keep the LoCoMo homes here and reuse them when present (retrieval tuning only)",
+    )
     args = p.parse_args(argv)
     unknown = set(args.only.split(",")) - set(SECTIONS)
     if unknown:
@@ -130,7 +136,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         path = args.locomo_data or default_data_path(ROOT)
         _log(f"locomo: {path or 'data absent'}")
         res["locomo"] = await run_locomo(
-            embedder, path, max_convs=size.locomo_convs, max_questions=size.locomo_questions
+            embedder,
+            path,
+            max_convs=size.locomo_convs,
+            max_questions=size.locomo_questions,
+            homes=args.locomo_homes,
         )
         if "skipped" in res["locomo"]:
             notes.append(res["locomo"]["skipped"])

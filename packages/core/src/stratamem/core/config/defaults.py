@@ -218,6 +218,17 @@ DEFAULTS: dict[str, Any] = {
         "max_top_k": 100,
         #: Stratamem: default turn_start budget when the caller gives no deadline.
         "default_deadline_ms": 8000,
+        #: Stratamem: how tier 2 fuses its channels: "calibrated" (weighted scaled scores, lifted by
+        #: session neighbours; retrieval/fusion.py, expand.py) or "rrf" (rank fusion)
+        "trace_fusion": "calibrated",
+        #: share of the lexical (BM25) side in the calibrated score; the rest is the scaled cosine
+        "fusion_lexical_weight": 0.5,
+        #: a trace gains this times its best session neighbour's score (0 turns expansion off)
+        "neighbour_weight": 0.5,
+        #: how many of the best traces fetch their session neighbours
+        "neighbour_expand_top": 10,
+        #: a trace told inside the time window the query names ("in May 2023", "last week") gains this
+        "time_window_weight": 0.5,
     },
     "storage": {
         "fts_tokenizer": "trigram",

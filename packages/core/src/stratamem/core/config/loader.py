@@ -47,6 +47,10 @@ _RANGES: dict[str, tuple[float, float]] = {
     "retrieval.rrf_constant": (0, 10000),
     "retrieval.candidate_pool_factor": (1, 100),
     "retrieval.vector_scan_max_age_ms": (0, 366 * 86_400_000),
+    "retrieval.fusion_lexical_weight": (0.0, 1.0),
+    "retrieval.neighbour_weight": (0.0, 2.0),
+    "retrieval.neighbour_expand_top": (0, 100),
+    "retrieval.time_window_weight": (0.0, 2.0),
     "storage.ann_threshold_rows": (1, 10**10),
     "storage.cleanup_older_than_s": (0, 10**8),
     "storage.optimize_interval_s": (1, 10**8),
@@ -65,6 +69,7 @@ _RANGES: dict[str, tuple[float, float]] = {
 #: key path -> allowed string values
 _CHOICES: dict[str, tuple[str, ...]] = {
     "retrieval.tag_filter": ("auto", "off", "strict"),
+    "retrieval.trace_fusion": ("calibrated", "rrf"),
     "retrieval.skill_injection_mode": ("summary", "full"),
     "session.follow_up_mode": ("merge_follow_ups", "episode_per_turn"),
     "capture.batch_mode": ("per_step", "per_episode", "auto"),

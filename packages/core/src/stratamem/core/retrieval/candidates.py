@@ -29,6 +29,8 @@ class Candidate:
     boost: float = 0.0
     #: text searched for exact identifiers
     text: str = ""
+    #: relevance fused by the tier itself (retrieval/fusion.py + expand.py); None -> rank fusion
+    prior: float | None = None
 
     @property
     def key(self) -> str:

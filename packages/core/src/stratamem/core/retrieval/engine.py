@@ -30,6 +30,14 @@ from stratamem.core.retrieval import hot_channels as hc
 from stratamem.core.retrieval import hot_tiers, lance_tiers
 from stratamem.core.retrieval.candidates import Candidate, Pool, num, priority_for, unit
 from stratamem.core.retrieval.deadline import Deadline
+from stratamem.core.retrieval.expand import (
+    FETCH_LIMIT,
+    Span,
+    expand_pool,
+    hot_rows_in_spans,
+    in_spans,
+    spans_where,
+)
 from stratamem.core.retrieval.filters import TraceFilter, simple_where, visible_context
 from stratamem.core.retrieval.guidance import collect_guidance
 from stratamem.core.retrieval.llm_filter import FilterResult, llm_filter
@@ -47,6 +55,7 @@ from stratamem.core.retrieval.render import (
 )
 from stratamem.core.retrieval.rollups import build_rollups
 from stratamem.core.retrieval.settings import lightweight_of, setting
+from stratamem.core.retrieval.temporal import by_cosine, lift_in_window, time_window
 from stratamem.core.routing import classify_intent, query_profile, schedule_injection
 from stratamem.core.storage.ownership import ids_where
 from stratamem.core.storage.ownership import quote as q
@@ -284,6 +293,8 @@ class _Run:
             c.boost = weight * priority_for(
                 num(c.row, "value"), int(c.row.get("ts") or 0), self.now, half_life
             )
+        if str(self.s("trace_fusion")) == "calibrated":
+            await self.fuse_traces(pool, flt, [r for r in pending if flt.accepts(r)])
         self.pools.append(pool)
         if self.plan.episodes:
             pool.set_cosines(self.qvec)
@@ -301,6 +312,42 @@ class _Run:
         if self.plan.experiences:
             await self.experiences()
         self.latency[2] += (time.perf_counter() - t0) * 1000
+
+    async def fuse_traces(
+        self, pool: Pool, flt: TraceFilter, pending: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Score-calibrated fusion lifted by session neighbours and by a time phrase of the query
+        (retrieval/fusion.py, expand.py, temporal.py)."""
+
+        async def fetch(spans: list[Span], stage: str = "neighbours") -> list[dict[str, Any]]:
+            hot = self.hot.table("traces") if self.hot is not None else None
+            if hot is not None:
+                return hot_rows_in_spans(hot, hc.trace_mask(hot, flt), spans)
+            table = self.table("traces")
+            if table is None or not spans:
+                return []
+            where = f"({flt.where()}) AND ({spans_where(spans)})"
+            got = await self.dl.run(
+                stage, lambda: table.query().where(where).limit(FETCH_LIMIT).to_list()
+            )
+            return list(got or [])
+
+        window = time_window(self.cq.text, self.now, self.ctx.tz_offset_minutes)
+        if window is not None:  # the memories told in the window join the pool
+            span: list[Span] = [window.span()]
+            told: list[Mapping[str, Any]] = list(await fetch(span, "time_window"))
+            told += [r for r in pending if in_spans(r, span)]
+            pool.add_channel("time_window", by_cosine(told, self.qvec))
+        await expand_pool(
+            pool,
+            fetch,
+            pending,
+            self.qvec,
+            lexical_weight=float(self.s("fusion_lexical_weight")),
+            weight=float(self.s("neighbour_weight")),
+            top=int(self.s("neighbour_expand_top")),
+        )
+        lift_in_window(pool, window, float(self.s("time_window_weight")))
 
     # -- whole run -----------------------------------------------------------------------------
     async def run(self) -> RetrievalResult:

@@ -79,14 +79,19 @@ def rrf_score(cand: Candidate, k: int) -> float:
 
 
 def score_candidates(cands: Sequence[Candidate], k: int) -> list[Ranked]:
-    """Relevance = 0.6·(rrf / best rrf) + 0.4·clamp(cosine, 0, 1) + tier boost."""
+    """Relevance = 0.6·(rrf / best rrf) + 0.4·clamp(cosine, 0, 1) + tier boost, or the tier's own
+    score-fused ``prior`` + tier boost when it set one."""
     rrfs = [rrf_score(c, k) for c in cands]
     top = max(rrfs, default=0.0)
     out = []
     for cand, rrf in zip(cands, rrfs, strict=True):
         fused = rrf / top if top > 0 else 0.0
         semantic = min(1.0, max(0.0, cand.cosine or 0.0))
-        rel = FUSED_WEIGHT * fused + SEMANTIC_WEIGHT * semantic + cand.boost
+        if cand.prior is not None:  # the tier fused its channels by score (retrieval/fusion.py)
+            fused = cand.prior
+            rel = cand.prior + cand.boost
+        else:
+            rel = FUSED_WEIGHT * fused + SEMANTIC_WEIGHT * semantic + cand.boost
         out.append(Ranked(cand, rel, rrf, fused, semantic))
     return out
 
