@@ -37,6 +37,10 @@ K = 10
 _DIA = re.compile(r"D(\d+):(\d+)")
 _DATE_FMT = "%I:%M %p on %d %B, %Y"
 SYSTEMS = ("search", "turn_start", "bm25", "vector", "rrf")
+#: ``search`` again with the earlier tier-2 path, in the same run over the same homes
+VARIANTS: dict[str, dict[str, Any]] = {
+    "search (rank fusion, before)": {"retrieval__trace_fusion": "rrf"}
+}
 
 
 def default_data_path(root: Path) -> Path | None:
@@ -173,7 +177,13 @@ def ranked_keys(result: Any, key_of: dict[str, str]) -> list[str]:
 
 
 async def ask(
-    core: Any, conv: Conversation, questions: Sequence[Question], key_of: dict[str, str], tok: Any
+    core: Any,
+    conv: Conversation,
+    questions: Sequence[Question],
+    key_of: dict[str, str],
+    tok: Any,
+    *,
+    turn: bool = True,
 ) -> dict[str, dict[str, Any]]:
     from stratamem.contract.dtos import RetrievalQuery, TopK, TurnInput
 
@@ -192,6 +202,8 @@ async def ask(
         )
         ms = (time.perf_counter() - t0) * 1000
         out["search"][q.id] = {"ranked": ranked_keys(res, key_of), "ms": ms}
+        if not turn:
+            continue
         t0 = time.perf_counter()
         res = await core.turn_start(
             TurnInput(
@@ -337,7 +349,7 @@ async def run_locomo(
 
     convs = pick(await asyncio.to_thread(load, path), max_convs, max_questions)
     tok = metrics.TokenCounter()
-    runs: dict[str, dict[str, Any]] = {s: {} for s in SYSTEMS}
+    runs: dict[str, dict[str, Any]] = {s: {} for s in (*SYSTEMS, *VARIANTS)}
     llm_runs: dict[str, dict[str, Any]] = {}
     questions: list[Question] = []
     ingest_s = 0.0
@@ -361,9 +373,17 @@ async def run_locomo(
                 got |= await baselines(core, conv, conv.questions, key_of, embedder)
             finally:
                 await core.shutdown()
+            for name, extra in VARIANTS.items():
+                core = await open_local_core(home, embedder=embedder, **(overrides or {}), **extra)
+                try:
+                    got[name] = (await ask(core, conv, conv.questions, key_of, tok, turn=False))[
+                        "search"
+                    ]
+                finally:
+                    await core.shutdown()
             if llm_overrides is not None:
                 core = await open_local_core(
-                    Path(tmp), embedder=embedder, **(overrides or {}), **llm_overrides
+                    home, embedder=embedder, **(overrides or {}), **llm_overrides
                 )
                 try:
                     for s, r in (await ask(core, conv, conv.questions, key_of, tok)).items():

@@ -1,5 +1,9 @@
 """A LongMemEval-shaped retrieval set from a seeded generator: personas, dated multi-turn sessions,
-and questions of six kinds, each with its gold evidence turns. Same seed, same set (no downloads)."""
+and questions of seven kinds, each with its gold evidence turns. Same seed, same set (no downloads).
+
+Two kinds are built to discriminate: ``dated`` asks about one of three look-alike events by the day
+it happened (only the session date tells them apart), and ``knowledge_update`` states the old fact
+in the very words of the question (a lexical trap; ``Question.trap`` names those turns)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ KINDS = (
     "multi_session",
     "knowledge_update",
     "temporal",
+    "dated",
     "preference",
     "abstention",
 )
@@ -226,7 +231,7 @@ UPDATES = (
             "job2": r.choice(JOBS),
             "co2": r.choice(COMPANIES),
         },
-        "I work as a {job1} at {co1}, mostly from home.",
+        "My current job: I work as a {job1} at {co1}, mostly from home.",
         "Big news: I left {co1} and started as a {job2} at {co2} this week.",
         ("Where do I work now, and what is my role?", "What is my current job?"),
         "{job2} at {co2}",
@@ -234,7 +239,7 @@ UPDATES = (
     (
         "city",
         lambda r: {"city1": r.choice(CITIES), "city2": r.choice(CITIES)},
-        "We rent a small flat in {city1}, close to the river.",
+        "At the moment we live in {city1}, these days in a small flat close to the river.",
         "We finally moved, we live in {city2} now and the boxes are everywhere.",
         ("Which city do I live in at the moment?", "Where am I living these days?"),
         "{city2}",
@@ -245,7 +250,7 @@ UPDATES = (
             "t1": f"{r.randint(27, 31)}:{r.randint(10, 59)}",
             "t2": f"{r.randint(24, 26)}:{r.randint(10, 59)}",
         },
-        "My 5k personal best is {t1}, I'd love to get faster.",
+        "My current 5k personal best is {t1}, I'd love to get faster.",
         "New 5k personal best this morning: {t2}!",
         ("What is my current 5k personal best?", "What's my best 5k time so far?"),
         "{t2}",
@@ -256,7 +261,7 @@ UPDATES = (
             "d1": r.choice(("Monday", "Tuesday", "Wednesday")),
             "d2": r.choice(("Thursday", "Friday", "Saturday")),
         },
-        "I do yoga every {d1} evening at the community centre.",
+        "My yoga class is every {d1} evening at the community centre.",
         "I switched my yoga class from {d1} to {d2}, it fits better with work.",
         ("Which day do I do yoga now?", "When is my yoga class?"),
         "{d2}",
@@ -267,7 +272,7 @@ UPDATES = (
             "ph1": r.choice(("an old iPhone 11", "a Pixel 5")),
             "ph2": r.choice(("a Fairphone 5", "a Galaxy S24")),
         },
-        "I'm still using {ph1}, the battery barely lasts a day.",
+        "The phone I use at the moment is {ph1}, the battery barely lasts a day.",
         "I replaced my phone, I have {ph2} now and the battery is great.",
         ("What phone do I use now?", "Which phone do I have at the moment?"),
         "{ph2}",
@@ -343,6 +348,34 @@ TEMPORAL = (
         "Kicked off my {proj} project today, wish me luck.",
         "The {proj} is finally done, finished it today.",
         ("How long did my {proj} take from start to finish?",),
+    ),
+)
+
+#: one kind of event on three different days; the question names the day ("dated")
+DATED = (
+    (
+        "concert",
+        _pick(BANDS),
+        "I saw {x} live tonight, what a show.",
+        "Which band did I see live on {day}?",
+    ),
+    (
+        "book",
+        _pick(BOOKS),
+        "I started reading {x} today.",
+        "Which book did I start reading on {day}?",
+    ),
+    (
+        "outing",
+        _pick(PLACES),
+        "Spent the whole day at {x}, lovely weather.",
+        "Where did I spend the day on {day}?",
+    ),
+    (
+        "dinner",
+        _pick(FOODS),
+        "Cooked a new {x} recipe for dinner tonight.",
+        "What did I cook a new recipe with on {day}?",
     ),
 )
 
@@ -602,6 +635,8 @@ class Question:
     answer: str
     gold: tuple[str, ...]
     ts: int
+    #: turns that look like the answer but are not (the superseded fact of a knowledge update)
+    trap: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -793,6 +828,22 @@ def generate(
             b.place(s2, second.format(**v), "That's great news!", q)
             gap = (b.days[s2] - b.days[s1]).days
             pending.append((q, "temporal", rng.choice(asks).format(**v), f"{gap} days", [q]))
+        for _key, make_x, says, ask in rng.sample(DATED, questions_per_kind):
+            xs = _distinct(rng, make_x, 3)
+            q = qid("dated")
+            picks = b.sessions_ordered(3)
+            target = rng.randrange(3)
+            for i, (s, x) in enumerate(zip(picks, xs, strict=True)):
+                b.place(
+                    s, says.format(x=x), "Sounds like a good day!", q if i == target else "near"
+                )
+            day = b.days[picks[target]]
+            when = (
+                f"{day:%B} {day.day}, {day.year}"
+                if rng.random() < 0.5
+                else f"{day.day} {day:%B} {day.year}"
+            )
+            pending.append((q, "dated", ask.format(day=when), xs[target], [q]))
         for _key, make, says, asks in rng.sample(PREFERENCES, questions_per_kind):
             v = make(rng)
             q = qid("preference")
@@ -801,19 +852,21 @@ def generate(
         built = b.build(person)
         sessions.extend(built)
         gold_of: dict[str, list[str]] = {}
+        trap_of: dict[str, list[str]] = {}
         for sess, slot in zip(built, b.slots, strict=True):
             for turn in sess.turns:
                 for u, _a, tag in slot:
-                    if (
-                        tag not in ("near", "filler")
-                        and not tag.endswith(":old")
-                        and turn.user == u
-                    ):
+                    if turn.user != u or tag in ("near", "filler"):
+                        continue
+                    if tag.endswith(":old"):
+                        trap_of.setdefault(tag[: -len(":old")], []).append(turn.key)
+                    else:
                         gold_of.setdefault(tag, []).append(turn.key)
         asked_ts = _day_ms(asked_day, rng)
         for q, kind, text, answer, tags in pending:
             gold = tuple(sorted({k for t in tags for k in gold_of.get(t, [])}))
-            questions.append(Question(q, person.id, kind, text, answer, gold, asked_ts))
+            trap = tuple(sorted({k for t in tags for k in trap_of.get(t, [])}))
+            questions.append(Question(q, person.id, kind, text, answer, gold, asked_ts, trap))
     meta = {
         "personas": personas,
         "sessions_per_persona": sessions_per_persona,

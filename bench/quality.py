@@ -147,8 +147,23 @@ def _score(data: LongMemSet, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
                     4,
                 ),
             }
+        if kind == "knowledge_update":
+            for system, res in runs.items():
+                row[system]["trap_first"] = round(
+                    metrics.mean([_trap_first(res[q.id]["ranked"], q) for q in qs]), 4
+                )
         table[kind] = row
     return table
+
+
+def _trap_first(ranked: list[str], q: Any) -> float:
+    """1 when a superseded fact is recalled (top 10) above the current one (or without it)."""
+    top = ranked[:10]
+    traps = [top.index(t) for t in q.trap if t in top]
+    if not traps:
+        return 0.0
+    golds = [top.index(g) for g in q.gold if g in top]
+    return float(not golds or min(traps) < min(golds))
 
 
 async def run_quality(embedder: Any, data: LongMemSet) -> dict[str, Any]:
@@ -180,8 +195,17 @@ async def run_quality(embedder: Any, data: LongMemSet) -> dict[str, Any]:
             wide = await _ask_all(core, data, key_of, "ask10", tokens)
         finally:
             await core.shutdown()
+        # and the earlier tier-2 path (rank fusion), so a ranking change is judged in the same run
+        core = await open_local_core(
+            home, embedder=embedder, retrieval__tier2_top_k=10, retrieval__trace_fusion="rrf"
+        )
+        try:
+            before = await _ask_all(core, data, key_of, "ask10rrf", tokens)
+        finally:
+            await core.shutdown()
     runs = {
         "stratamem": wide,
+        "stratamem_rank_fusion": before,
         "stratamem_default_k5": default,
         "bm25": base["bm25"],
         "vector": base["vector"],

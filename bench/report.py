@@ -487,12 +487,23 @@ def render(res: dict[str, Any]) -> str:
             f"{q['sessions']} sessions, {q['turns']} turns captured through `turn_end`, "
             f"{q['questions']} questions. Stratamem = `turn_start` in a fresh session of the persona's "
             "namespace with 10 trace slots (`retrieval.tier2_top_k=10`); `default k5` = the shipped "
-            "config (5 slots). BM25 = Okapi BM25 over each persona's turns; vector = exact cosine "
+            "config (5 slots); `rank_fusion` = 10 slots with the earlier tier-2 rank fusion "
+            "(`retrieval.trace_fusion=rrf`). BM25 = Okapi BM25 over each persona's turns; vector = exact cosine "
             "over the same stored turn vectors. Cells: recall@5 / recall@10 / MRR@10. Abstention: "
             "share of questions with nothing recalled.",
             "",
         ]
-        systems = ("stratamem", "stratamem_default_k5", "bm25", "vector")
+        systems = tuple(
+            s
+            for s in (
+                "stratamem",
+                "stratamem_rank_fusion",
+                "stratamem_default_k5",
+                "bm25",
+                "vector",
+            )
+            if all(s in row for row in q["by_kind"].values())
+        )
         body = []
         for kind, row in q["by_kind"].items():
             cells = []
@@ -502,6 +513,7 @@ def render(res: dict[str, Any]) -> str:
                     f"empty {fmt(v['empty_rate'])}"
                     if "empty_rate" in v
                     else f"{fmt(v['recall@5'])} / {fmt(v['recall@10'])} / {fmt(v['mrr'])}"
+                    + (f" (trap first {fmt(v['trap_first'])})" if "trap_first" in v else "")
                 )
             body.append([kind, str(row["n"]), *cells])
         lines.append(_table(["kind", "n", *systems], body))

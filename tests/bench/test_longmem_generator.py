@@ -75,3 +75,30 @@ def test_conversation_stream_is_deterministic_and_unique() -> None:
     assert a == conversation_stream(4, 50)
     assert len({u for _s, u, _a in a}) == 50
     assert a != conversation_stream(5, 50)
+
+
+def test_dated_questions_name_the_day_of_the_gold_turn_among_look_alikes() -> None:
+    import re
+
+    data = generate(seed=9, personas=2, sessions_per_persona=14, questions_per_kind=3)
+    sessions = {t.key: s for s, t in data.turns()}
+    for q in (q for q in data.questions if q.kind == "dated"):
+        assert len(q.gold) == 1
+        day = dt.date.fromisoformat(sessions[q.gold[0]].date)
+        named = {f"{day:%B} {day.day}, {day.year}", f"{day.day} {day:%B} {day.year}"}
+        assert any(n in q.text for n in named), (q.text, day)
+        # the same event, other values, on other days: only the date decides
+        template = re.sub(r"\bon .*\?$", "", q.text)
+        assert template and q.answer
+
+
+def test_knowledge_update_traps_are_older_and_echo_the_question() -> None:
+    data = generate(seed=4, personas=3, sessions_per_persona=12, questions_per_kind=4)
+    turns = {t.key: t for _s, t in data.turns()}
+    stop = {"what", "which", "where", "when", "is", "do", "i", "my", "the", "at", "and", "now"}
+    for q in (q for q in data.questions if q.kind == "knowledge_update"):
+        assert len(q.trap) == 1 and len(q.gold) == 1
+        trap, gold = turns[q.trap[0]], turns[q.gold[0]]
+        assert trap.ts < gold.ts
+        words = {w.strip("?,.").lower() for w in q.text.split()} - stop
+        assert words & {w.strip("?,.:").lower() for w in trap.user.split()}, (q.text, trap.user)
