@@ -393,7 +393,21 @@ async def run_locomo(
         for s, r in got.items():
             runs[s].update(r)
         questions.extend(conv.questions)
+    notes = []
+    if llm_overrides is None:
+        notes.append(
+            "LLM paths: not measured (no STRATAMEM_BENCH_LLM_ENDPOINT). With an OpenAI-compatible "
+            "LLM configured, `search+llm` / `turn_start+llm` run the same questions with the LLM "
+            "relevance filter on (the engine has no LLM query rewriting yet); offline defaults "
+            "stay the figure that counts."
+        )
+    else:
+        notes.append(
+            "LLM paths: `+llm` rows ran with the LLM relevance filter on, against "
+            f"{llm_overrides.get('llm__endpoint')} (a scripted stub measures plumbing, not quality)."
+        )
     out: dict[str, Any] = {
+        "notes": notes,
         "data": path.name,
         "conversations": [c.id for c in convs],
         "memories": sum(len(c.memories) for c in convs),
@@ -403,6 +417,21 @@ async def run_locomo(
         "systems": score(questions, runs | llm_runs),
     }
     return out
+
+
+def llm_overrides_from_env() -> dict[str, Any] | None:
+    """The LLM paths' config from ``STRATAMEM_BENCH_LLM_ENDPOINT`` / ``_MODEL`` / ``_API_KEY``
+    (any OpenAI-compatible server); None when no endpoint is set."""
+    endpoint = os.environ.get("STRATAMEM_BENCH_LLM_ENDPOINT", "")
+    if not endpoint:
+        return None
+    return {
+        "llm__provider": "openai_compatible",
+        "llm__endpoint": endpoint,
+        "llm__model": os.environ.get("STRATAMEM_BENCH_LLM_MODEL", "") or "default",
+        "llm__api_key": os.environ.get("STRATAMEM_BENCH_LLM_API_KEY", ""),
+        "llm__fallback_to_host": False,
+    }
 
 
 TARGETS = {"R@10": 0.75, "hit@10": 0.88, "MRR@10": 0.60, "multi_hop R@10": 0.35, "tokens p95": 2000}

@@ -131,7 +131,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         _log(f"quality: {len(data.turns())} turns, {len(data.questions)} questions")
         res["quality"] = await run_quality(embedder, data)
     if "locomo" in only:
-        from bench.locomo import default_data_path, run_locomo
+        from bench.locomo import default_data_path, llm_overrides_from_env, run_locomo
 
         path = args.locomo_data or default_data_path(ROOT)
         _log(f"locomo: {path or 'data absent'}")
@@ -141,6 +141,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             max_convs=size.locomo_convs,
             max_questions=size.locomo_questions,
             homes=args.locomo_homes,
+            llm_overrides=llm_overrides_from_env(),
         )
         if "skipped" in res["locomo"]:
             notes.append(res["locomo"]["skipped"])

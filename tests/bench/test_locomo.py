@@ -6,6 +6,7 @@ from pathlib import Path
 
 from bench.locomo import load, parse_conversation, pick, render, run_locomo, score
 
+CORE_TESTS = str(Path(__file__).resolve().parents[2] / "packages" / "core" / "tests")
 RAW = {
     "sample_id": "conv-x",
     "conversation": {
@@ -87,3 +88,39 @@ async def test_absent_data_is_reported_not_failed(tmp_path: Path) -> None:
     res = await run_locomo(None, tmp_path / "missing.json")
     assert "not found" in res["skipped"]
     assert "Skipped" in render(res)
+
+
+async def test_the_harness_runs_end_to_end_with_the_llm_rows_over_a_scripted_server(
+    tmp_path: Path,
+) -> None:
+    import json
+    import sys
+
+    sys.path.insert(0, CORE_TESTS)
+    from stub_server import StubOpenAIServer
+
+    from stratamem.core.embedding import load_embedder
+
+    p = tmp_path / "d.json"
+    p.write_text(json.dumps([RAW]))
+    with StubOpenAIServer(default_content=json.dumps({"selected": [1]})) as server:
+        res = await run_locomo(
+            load_embedder({}),
+            p,
+            llm_overrides={
+                "llm__provider": "openai_compatible",
+                "llm__endpoint": server.url,
+                "llm__model": "stub",
+                "llm__max_retries": 0,
+                "llm__fallback_to_host": False,
+            },
+        )
+        chats = [r for r in server.requests if "chat" in r.path]
+    systems = res["systems"]
+    assert {"search", "turn_start", "bm25", "vector", "rrf", "search+llm"} <= set(systems)
+    assert systems["search"]["all"]["n"] == 2 and res["adversarial"] == 1
+    assert chats  # the relevance filter really asked the (scripted) model
+    assert "stub" in " ".join(res["notes"])
+    assert "search+llm" in render(res)
+    # the filter kept at most the one memory the scripted model selected, per question
+    assert systems["search+llm"]["all"]["R@10"] <= systems["search"]["all"]["R@10"]
