@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from google.protobuf import descriptor_pb2
 
 from stratamem.contract.dtos import ListQuery
 from stratamem.contract.errors import ErrorCode, StratamemError
@@ -17,6 +19,7 @@ from stratamem.dsh.install import DEFAULT_CONFIG, bundle_patch, plugin_entry
 from stratamem.dsh.namespace import SessionInfo, resolve_namespace
 from stratamem.dsh.recall import recall_budget_ms
 from stratamem.dsh.spool import spool_dir
+from stratamem.hosts.dsh.v1 import dsh_pb2
 
 INFO = SessionInfo(ref="o1", session_id="dsh-9", agent_preset="reviewer", cwd="/repo")
 
@@ -25,18 +28,31 @@ def test_install_prints_a_patch_row_with_every_key_and_the_dsh_home(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh"))
-    assert main(["dsh", "install", "--profile", "work"]) == 0
+    assert main(["dsh", "install", "--profile", "work", "--no-npm"]) == 0
     out = capsys.readouterr().out
-    assert f'name: "{plugin_entry()}"' in out and plugin_entry().is_file()
+    installed = tmp_path / "dsh" / "stratamem" / "plugin"
+    assert f'name: "{installed / "index.mjs"}"' in out
+    assert (installed / "index.mjs").read_bytes() == plugin_entry().read_bytes()
+    fds = descriptor_pb2.FileDescriptorSet.FromString((installed / "dsh.desc").read_bytes())
+    assert [f.package for f in fds.file] == ["stratamem.dsh.v1"]
     assert f'home: "{tmp_path / "dsh" / "stratamem"}"' in out
     assert 'profileId: "work"' in out and "recallTimeoutMs: 3000" in out
     for key in DEFAULT_CONFIG:
         assert f"      {key}: " in out
 
 
+def test_every_rpc_the_plugin_calls_is_in_the_schema_it_loads() -> None:
+    source = "\n".join(p.read_text() for p in plugin_entry().parent.glob("*.mjs"))
+    called = set(re.findall(r"\.call\('(\w+)'", source))
+    service = dsh_pb2.DESCRIPTOR.services_by_name["DshHost"]
+    assert called and called <= {m.name for m in service.methods}
+    assert "wire.mjs" not in source  # no hand-written protobuf codec left
+
+
 def test_install_writes_the_patch_file_and_refuses_a_bad_profile(tmp_path: Path) -> None:
     target = tmp_path / "out" / "stratamem.patch.yml"
-    assert main(["dsh", "install", "--dsh-home", str(tmp_path), "--write", str(target)]) == 0
+    argv = ["dsh", "install", "--dsh-home", str(tmp_path), "--write", str(target), "--no-npm"]
+    assert main(argv) == 0
     assert target.read_text() == bundle_patch(dsh_home=str(tmp_path))
     with pytest.raises(StratamemError) as err:
         bundle_patch(profile="../evil")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-JS = Path(__file__).resolve().parents[1] / "src" / "stratamem" / "openclaw" / "js"
+from stratamem.contract.hostkit.tools import definitions
+from stratamem.openclaw.install import plugin_files
+
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
@@ -48,8 +49,12 @@ process.exit(0);
 def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
     script = tmp_path_factory.mktemp("js") / "drive.mjs"
     script.write_text(SCRIPT)
+    plugin = tmp_path_factory.mktemp("plugin")  # laid out as `stratamem openclaw install` does
+    for rel, data in plugin_files().items():
+        (plugin / rel).parent.mkdir(parents=True, exist_ok=True)
+        (plugin / rel).write_bytes(data)
     proc = subprocess.run(
-        [str(NODE), str(script), str(JS / "index.js")],
+        [str(NODE), str(script), str(plugin / "index.js")],
         capture_output=True,
         text=True,
         timeout=60,
@@ -61,7 +66,7 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_full_mode_registers_six_tools_the_capability_hooks_and_a_service(result: dict) -> None:
     calls = result["full"]
-    assert [c for c in calls if c.startswith("tool:")] == [
+    assert [c for c in calls if c.startswith("tool:memos_")] == [
         f"tool:{n}:{n}"
         for n in (
             "memos_search",
@@ -107,14 +112,16 @@ def test_prompt_build_fails_open_when_no_server_answers(result: dict) -> None:
     assert result["prompt"] is None
 
 
-def test_tool_schemas_follow_hosts_md(result: dict) -> None:
+def test_tool_schemas_are_the_host_kits_and_follow_hosts_md(result: dict) -> None:
     s = result["schemas"]
+    assert s == {d["name"]: d["parameters"] for d in definitions()}
     assert s["memos_search"]["required"] == ["query"]
-    assert s["memos_search"]["properties"]["maxResults"] == {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": 50,
-    }
+    max_results = s["memos_search"]["properties"]["maxResults"]
+    assert (max_results["type"], max_results["minimum"], max_results["maximum"]) == (
+        "integer",
+        1,
+        50,
+    )
     assert s["memos_get"]["properties"]["kind"]["enum"] == ["trace", "policy", "world_model"]
     assert s["memos_timeline"]["properties"]["limit"]["maximum"] == 100
     assert s["memos_environment"]["properties"]["limit"]["maximum"] == 30

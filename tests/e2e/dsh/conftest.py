@@ -40,6 +40,18 @@ def harness_dir() -> Path:
     return target
 
 
+@pytest.fixture(scope="session")
+def plugin_entry_installed(harness_dir: Path) -> Path:
+    """The plugin as `stratamem dsh install` lays it out (JS files, dsh.desc, @grpc/grpc-js from
+    npm), in a cache dir outside the repo: npm runs once per package.json."""
+    from stratamem.dsh.install import install_plugin, plugin_entry, plugin_files
+
+    digest = hashlib.sha256(plugin_files()["package.json"]).hexdigest()[:12]
+    target = harness_dir.parent / f"dsh-plugin-{digest}"
+    install_plugin(target)
+    return target / plugin_entry().name
+
+
 @pytest.fixture
 def served_home(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     home = tmp_path / "home"

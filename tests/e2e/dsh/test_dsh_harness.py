@@ -12,8 +12,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from dsh_e2e_support import stratamem_command
 
-from stratamem.dsh.install import plugin_entry
-
 
 def run_node(harness: Path, files: list[str], env: dict[str, str], cordis: str) -> str:
     proc = subprocess.run(
@@ -31,11 +29,15 @@ def run_node(harness: Path, files: list[str], env: dict[str, str], cordis: str) 
 
 @pytest.mark.parametrize("cordis", ["3", "4"])
 def test_plugin_in_real_cordis_against_a_running_service(
-    harness_dir: Path, served_home: tuple[Path, subprocess.Popen[str]], tmp_path: Path, cordis: str
+    harness_dir: Path,
+    plugin_entry_installed: Path,
+    served_home: tuple[Path, subprocess.Popen[str]],
+    tmp_path: Path,
+    cordis: str,
 ) -> None:
     home, proc = served_home
     env = {
-        "STRATAMEM_DSH_PLUGIN": str(plugin_entry()),
+        "STRATAMEM_DSH_PLUGIN": str(plugin_entry_installed),
         "STRATAMEM_DSH_HOME": str(home),
         "STRATAMEM_DSH_SERVER_PID": str(proc.pid),
         "STRATAMEM_DSH_COMMAND": stratamem_command(),
@@ -45,9 +47,11 @@ def test_plugin_in_real_cordis_against_a_running_service(
     assert "STRATAMEM_DSH_METRICS" in out
 
 
-def test_plugin_starts_and_stops_its_own_server(harness_dir: Path, tmp_path: Path) -> None:
+def test_plugin_starts_and_stops_its_own_server(
+    harness_dir: Path, plugin_entry_installed: Path, tmp_path: Path
+) -> None:
     env = {
-        "STRATAMEM_DSH_PLUGIN": str(plugin_entry()),
+        "STRATAMEM_DSH_PLUGIN": str(plugin_entry_installed),
         "STRATAMEM_DSH_COMMAND": stratamem_command(),
         "STRATAMEM_DSH_SCRATCH": str(tmp_path),
     }

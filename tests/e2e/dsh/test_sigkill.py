@@ -83,14 +83,13 @@ def test_sigkill_with_queued_captures_loses_and_duplicates_nothing(tmp_path: Pat
         for turn in range(1, TURNS + 1):
             for sid in SESSIONS:
                 spool_turn(home, sid, turn)
-        queued = dsh.NotifySpool(pb.SpoolNotice(), timeout=10).queued
+        dsh.NotifySpool(pb.SpoolNotice(), timeout=10)  # (the service's poller may have begun)
         pending = dsh.Status(pb.StatusRequest(), timeout=10).pending
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         channel.close()
     finally:
         stop_server(proc)
-    assert queued == len(SESSIONS) * TURNS
     assert pending > 0, "the kill must hit a non-empty queue"
     assert left_in_spool(home) > 0, "the kill left turns in the spool"
 

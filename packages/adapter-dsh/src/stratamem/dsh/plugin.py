@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from stratamem.core.hookspecs import hookimpl
@@ -15,7 +16,10 @@ from stratamem.core.hookspecs import hookimpl
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="dsh_action", metavar="ACTION", required=True)
-    p = sub.add_parser("install", help="print or write the DSH bundle patch adding the plugin row")
+    p = sub.add_parser(
+        "install",
+        help="install the plugin under the DSH home, then print or write the bundle patch adding it",
+    )
     p.add_argument("--dsh-home", default=None, help="DSH home (default: $DSH_HOME or ~/.dsh)")
     p.add_argument("--profile", default="default", help="DSH profile to patch")
     p.add_argument(
@@ -25,6 +29,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="write the patch to PATH ('-' or absent: print it on stdout)",
     )
     p.add_argument("--command", default=None, help="command that starts `stratamem serve`")
+    p.add_argument(
+        "--plugin-dir", default=None, help="where to install the plugin (default: <home>/plugin)"
+    )
+    p.add_argument(
+        "--no-npm", action="store_true", help="do not run npm install for its gRPC client"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,8 +42,18 @@ def run(args: argparse.Namespace) -> int:
     from stratamem.dsh import install
 
     try:
+        target = Path(args.plugin_dir).absolute() if args.plugin_dir else None
+        target = target or install.plugin_dir(args.dsh_home)
+        changes = install.install_plugin(target, run_npm=not args.no_npm)
+        print(
+            json.dumps({"action": "install", "plugin": str(target), "changes": changes}),
+            file=sys.stderr,
+        )
         patch = install.bundle_patch(
-            dsh_home=args.dsh_home, profile=args.profile, command=args.command
+            dsh_home=args.dsh_home,
+            profile=args.profile,
+            command=args.command,
+            plugin=target / install.plugin_entry().name,
         )
         if args.write and args.write != "-":
             path = install.write_patch(patch, args.write)

@@ -8,16 +8,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import descriptor_pb2
-
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit import jsplugin, tools
 from stratamem.openclaw.json5edit import Json5Document
 
 PLUGIN_ID = "stratamem"
@@ -25,6 +23,8 @@ PLUGIN_FILES = ("index.js", "openclaw.plugin.json", "package.json")
 DESCRIPTOR_NAME = "proto/openclaw.desc"
 MARKER = ".stratamem-managed"
 WORKSPACE_TOOLS = "workspace-tools.json"
+#: the host kit's six memory tool definitions, which the plugin registers
+MEMORY_TOOLS = "memory-tools.json"
 
 
 @dataclass
@@ -54,10 +54,7 @@ def descriptor_bytes() -> bytes:
     """The compiled ``stratamem.openclaw.v1`` schema the JS plugin loads (no drift from proto/)."""
     from stratamem.hosts.openclaw.v1 import openclaw_pb2
 
-    fds = descriptor_pb2.FileDescriptorSet()
-    fdp = fds.file.add()
-    openclaw_pb2.DESCRIPTOR.CopyToProto(fdp)
-    return fds.SerializeToString()
+    return jsplugin.descriptor_set(openclaw_pb2)
 
 
 def serve_command() -> list[str]:
@@ -87,6 +84,7 @@ def plugin_files() -> dict[str, bytes]:
     files[DESCRIPTOR_NAME] = descriptor_bytes()
     workspace_tools = tool_definitions()
     files[WORKSPACE_TOOLS] = (json.dumps(workspace_tools, indent=2) + "\n").encode()
+    files[MEMORY_TOOLS] = (json.dumps(tools.definitions(), indent=2) + "\n").encode()
     manifest = json.loads(files["openclaw.plugin.json"])
     names = manifest.setdefault("contracts", {}).setdefault("tools", [])
     names += [t["name"] for t in workspace_tools if t["name"] not in names]
@@ -107,14 +105,8 @@ def _read_config(home: Path) -> tuple[Path, Json5Document, str]:
     return path, Json5Document(original), original
 
 
-def _write(path: Path, data: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".stratamem-tmp")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data, encoding="utf-8")
-    os.replace(tmp, path)
+def _write(path: Path, data: str) -> None:
+    jsplugin.write_atomic(path, data.encode("utf-8"))
 
 
 def install(
@@ -156,50 +148,19 @@ def install(
         ("config.serveCommand", doc.set((*entry, "config", "serveCommand"), serve_command())),
     ]
     report.changes += [f"openclaw.json: {what}" for what, changed in edits if changed]
-    files = plugin_files()
-    for rel, data in files.items():
-        target = plugin_dir / rel
-        if not target.exists() or target.read_bytes() != data:
-            report.changes.append(f"write {target}")
-            if not dry_run:
-                _write(target, data)
+    report.changes += jsplugin.sync_files(plugin_dir, plugin_files(), dry_run=dry_run)
     if not dry_run:
         (plugin_dir / MARKER).touch()
         st_home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    needs_npm = not (plugin_dir / "node_modules" / "@grpc" / "grpc-js").is_dir() or any(
-        c.endswith("package.json") for c in report.changes
-    )
-    if run_npm and needs_npm:
+    if run_npm and jsplugin.needs_npm(plugin_dir, report.changes):
         report.changes.append(f"npm install in {plugin_dir}")
         if not dry_run:
-            _npm_install(plugin_dir, npm)
+            jsplugin.npm_install(plugin_dir, npm)
     if doc.text != original and not dry_run:
         if original and not (cfg_path.with_name("openclaw.json.stratamem.bak")).exists():
             _write(cfg_path.with_name("openclaw.json.stratamem.bak"), original)
         _write(cfg_path, doc.text)
     return report
-
-
-def _npm_install(plugin_dir: Path, npm: str | None) -> None:
-    exe = npm or shutil.which("npm")
-    if not exe:
-        raise StratamemError(
-            ErrorCode.CONFIG_MISSING, "npm is not on PATH (needed for the plugin's gRPC client)"
-        )
-    proc = subprocess.run(
-        [exe, "install", "--omit=dev", "--no-audit", "--no-fund", "--no-package-lock"],
-        cwd=plugin_dir,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise StratamemError(
-            ErrorCode.INTERNAL,
-            f"npm install failed in {plugin_dir}: {proc.stderr.strip()[-800:]}",
-            {"returncode": proc.returncode},
-        )
 
 
 def uninstall(

@@ -1,106 +1,52 @@
-// grpc.mjs: a minimal gRPC unary client over the home's Unix socket, on Node's built-in http2.
-// Loopback only by construction: it never opens a TCP connection.
-import http2 from 'node:http2'
-import net from 'node:net'
-import { Schemas, decode, encode } from './wire.mjs'
+// grpc.mjs: the DshHost client on @grpc/grpc-js over the home's Unix socket (loopback only by
+// construction). The schema is dsh.desc, the descriptor set `stratamem dsh install` writes from the
+// compiled dsh.proto, loaded by @grpc/proto-loader: the plugin's wire cannot drift from the proto.
+import fs from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
+const require = createRequire(import.meta.url)
+export const DESCRIPTOR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'dsh.desc')
 export const SERVICE = 'stratamem.dsh.v1.DshHost'
+const DEADLINE_EXCEEDED = 4
 
-export class GrpcError extends Error {
-  constructor(status, message) {
-    super(`gRPC status ${status}: ${message}`)
-    this.name = 'GrpcError'
-    this.status = status
-  }
+let loaded = null
+function load() {
+  if (loaded) return loaded
+  const grpc = require('@grpc/grpc-js')
+  const loader = require('@grpc/proto-loader')
+  const def = loader.loadFileDescriptorSetFromBuffer(fs.readFileSync(DESCRIPTOR), {
+    keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
+  })
+  loaded = { grpc, Host: grpc.loadPackageDefinition(def).stratamem.dsh.v1.DshHost }
+  return loaded
 }
 
 export class DshClient {
   constructor(socketPath) {
-    this.socketPath = socketPath
-    this.session = null
-    this.inflight = 0
+    const { grpc, Host } = load()
+    this.client = new Host(`unix:${socketPath}`, grpc.credentials.createInsecure())
     this.closed = false
   }
 
-  _session() {
-    const current = this.session
-    if (current && !current.closed && !current.destroyed) return current
-    const session = http2.connect('http://localhost', { createConnection: () => net.connect(this.socketPath) })
-    session.on('error', () => {})
-    session.on('close', () => { if (this.session === session) this.session = null })
-    this.session = session
-    return session
-  }
-
-  /** One unary call; `timeoutMs` becomes the gRPC deadline. Resolves with the decoded response. */
+  /**
+   * One unary call; `timeoutMs` becomes the gRPC deadline. Resolves with the response object; a passed
+   * deadline rejects with a `TimeoutError`, the same error the plugin's hard guard raises.
+   */
   call(method, request, { timeoutMs } = {}) {
     if (this.closed) return Promise.reject(new Error('stratamem client is closed'))
-    const [reqType, respType] = METHODS[method]
-    const body = encode(Schemas[reqType], request)
+    const options = timeoutMs ? { deadline: new Date(Date.now() + Math.max(1, timeoutMs)) } : {}
     return new Promise((resolve, reject) => {
-      let session
-      try { session = this._session() } catch (error) { reject(error); return }
-      this.inflight++
-      session.ref()
-      const headers = {
-        ':method': 'POST',
-        ':path': `/${SERVICE}/${method}`,
-        'content-type': 'application/grpc',
-        te: 'trailers',
-      }
-      if (timeoutMs) headers['grpc-timeout'] = `${Math.max(1, Math.ceil(timeoutMs))}m`
-      const stream = session.request(headers)
-      const chunks = []
-      let status = null
-      let message = ''
-      const read = (h) => {
-        if (h['grpc-status'] !== undefined) {
-          status = Number(h['grpc-status'])
-          message = decodeURIComponent(String(h['grpc-message'] ?? ''))
-        }
-      }
-      let settled = false
-      const finish = (error, value) => {
-        if (settled) return
-        settled = true
-        if (--this.inflight === 0 && this.session) this.session.unref()
-        error ? reject(error) : resolve(value)
-      }
-      stream.on('response', read)
-      stream.on('trailers', read)
-      stream.on('data', (chunk) => chunks.push(chunk))
-      stream.on('error', (error) => finish(error))
-      stream.on('close', () => {
-        if (status === null) return finish(new GrpcError(14, 'stream closed without status'))
-        if (status !== 0) return finish(new GrpcError(status, message))
-        const buf = Buffer.concat(chunks)
-        const len = buf.length >= 5 ? buf.readUInt32BE(1) : 0
-        try {
-          finish(null, decode(Schemas[respType], buf.subarray(5, 5 + len)))
-        } catch (error) {
-          finish(error)
-        }
+      this.client[method](request, options, (error, response) => {
+        if (error?.code === DEADLINE_EXCEEDED) error.name = 'TimeoutError'
+        error ? reject(error) : resolve(response)
       })
-      const frame = Buffer.alloc(5 + body.length)
-      frame.writeUInt32BE(body.length, 1)
-      body.copy(frame, 5)
-      stream.end(frame)
     })
   }
 
   close() {
     this.closed = true
-    const session = this.session
-    this.session = null
-    if (session && !session.destroyed) session.close()
+    this.client.close()
   }
-}
-
-const METHODS = {
-  PreStep: ['PreStepRequest', 'PreStepResponse'],
-  NotifySpool: ['SpoolNotice', 'SpoolAck'],
-  SessionDisposed: ['SessionDisposedRequest', 'Ack'],
-  Tool: ['ToolRequest', 'ToolResponse'],
-  Drain: ['DrainRequest', 'DrainResponse'],
-  Status: ['StatusRequest', 'StatusResponse'],
 }

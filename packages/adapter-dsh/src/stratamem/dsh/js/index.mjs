@@ -12,7 +12,7 @@ import {
 } from './host-api.mjs'
 import { ensureServer, stopChild } from './server.mjs'
 import { plainEvent, putSync, spoolDir } from './spool.mjs'
-import { TOOLS, TIMED_OUT_RESULT } from './tools.mjs'
+import { loadTools, TIMED_OUT_RESULT } from './tools.mjs'
 
 export { Config }
 export const name = PLUGIN_NAME
@@ -228,7 +228,7 @@ export async function apply(ctx, config) {
     disposers.push(ctx.on(EVENTS.preStep, beforeStep))
     disposers.push(ctx.on(EVENTS.sessionEvent, onSessionEvent))
     disposers.push(ctx.on(EVENTS.sessionDisposed, onSessionDisposed))
-    if (config.toolsEnabled) for (const spec of TOOLS) disposers.push(ctx.tools.register(toolDef(spec)))
+    if (config.toolsEnabled) for (const spec of loadTools()) disposers.push(ctx.tools.register(toolDef(spec)))
   } catch (error) {
     for (const off of disposers.splice(0).reverse()) { try { off() } catch {} }
     client?.close()

@@ -21,69 +21,35 @@ export const FAILURE_HINT =
 // agent_end 30 s (capture is durable in milliseconds; the rest runs in the service)
 export const DEFAULTS = { promptBuildTimeoutMs: 5000, agentEndTimeoutMs: 20000, toolTimeoutMs: 10000, voidTimeoutMs: 3000, idleExitSeconds: 600 };
 
-export const TOOL_SPECS = [
-  {
-    name: "memos_search", rpc: "MemosSearch", label: "Search memory",
-    description: "Search long-term memory (past conversations, experiences, skills). Use 2–5 key words.",
-    parameters: { type: "object", additionalProperties: false, required: ["query"], properties: {
-      query: { type: "string", minLength: 1, description: "2–5 key words" },
-      maxResults: { type: "integer", minimum: 1, maximum: 50 },
-      tier1TopK: { type: "integer", minimum: 0, maximum: 100 },
-      tier2TopK: { type: "integer", minimum: 0, maximum: 100 },
-      tier3TopK: { type: "integer", minimum: 0, maximum: 100 },
-      sessionScope: { type: "boolean", default: false } } },
-    request: (p) => ({ query: p.query ?? "", max_results: p.maxResults, tier1_top_k: p.tier1TopK,
-      tier2_top_k: p.tier2TopK, tier3_top_k: p.tier3TopK, session_scope: Boolean(p.sessionScope) }),
-  },
-  {
-    name: "memos_get", rpc: "MemosGet", label: "Get a memory",
-    description: "Fetch one memory by id (trace, policy or world_model).",
-    parameters: { type: "object", additionalProperties: false, required: ["id"], properties: {
-      id: { type: "string", minLength: 1 },
-      kind: { type: "string", enum: ["trace", "policy", "world_model"], default: "trace" } } },
-    request: (p) => ({ id: p.id ?? "", kind: p.kind ?? "" }),
-  },
-  {
-    name: "memos_timeline", rpc: "MemosTimeline", label: "Episode timeline",
-    description: "List the steps of one past episode in order.",
-    parameters: { type: "object", additionalProperties: false, required: ["episodeId"], properties: {
-      episodeId: { type: "string", minLength: 1 },
-      limit: { type: "integer", minimum: 1, maximum: 100, default: 20 } } },
-    request: (p) => ({ episode_id: p.episodeId ?? "", limit: p.limit }),
-  },
-  {
-    name: "memos_environment", rpc: "MemosEnvironment", label: "Environment knowledge",
-    description: "What memory knows about the environment (world models); optionally filtered by a query.",
-    parameters: { type: "object", additionalProperties: false, properties: {
-      query: { type: "string" },
-      limit: { type: "integer", minimum: 1, maximum: 30, default: 5 } } },
-    request: (p) => ({ query: p.query ?? "", limit: p.limit }),
-  },
-  {
-    name: "memos_skill_list", rpc: "MemosSkillList", label: "List skills",
-    description: "List learned skills.",
-    parameters: { type: "object", additionalProperties: false, properties: {
-      status: { type: "string", enum: ["candidate", "active", "archived"] },
-      limit: { type: "integer", minimum: 1, maximum: 50, default: 10 } } },
-    request: (p) => ({ status: p.status ?? "", limit: p.limit }),
-  },
-  {
-    name: "memos_skill_get", rpc: "MemosSkillGet", label: "Get a skill",
-    description: "Fetch one learned skill and its invocation guide.",
-    parameters: { type: "object", additionalProperties: false, required: ["id"], properties: {
-      id: { type: "string", minLength: 1 } } },
-    request: (p) => ({ id: p.id ?? "" }),
-  },
-];
+// The six memory tools: their definitions (description, label, JSON-schema parameters) are the host
+// kit's one table, written by `stratamem openclaw install` as memory-tools.json; here only the RPC each
+// one forwards to and how its parameters map onto the request message.
+const TOOL_RPCS = {
+  memos_search: { rpc: "MemosSearch", request: (p) => ({ query: p.query ?? "", max_results: p.maxResults, tier1_top_k: p.tier1topK,
+    tier2_top_k: p.tier2topK, tier3_top_k: p.tier3topK, session_scope: Boolean(p.sessionScope) }) },
+  memos_get: { rpc: "MemosGet", request: (p) => ({ id: p.id ?? "", kind: p.kind ?? "" }) },
+  memos_timeline: { rpc: "MemosTimeline", request: (p) => ({ episode_id: p.episodeId ?? "", limit: p.limit }) },
+  memos_environment: { rpc: "MemosEnvironment", request: (p) => ({ query: p.query ?? "", limit: p.limit }) },
+  memos_skill_list: { rpc: "MemosSkillList", request: (p) => ({ status: p.status ?? "", limit: p.limit }) },
+  memos_skill_get: { rpc: "MemosSkillGet", request: (p) => ({ id: p.id ?? "" }) },
+};
 
-// written by `stratamem openclaw install` from the core's workspace tool definitions
-export function workspaceTools() {
+function readDefinitions(name) {
   try {
-    const defs = JSON.parse(fs.readFileSync(path.join(HERE, "workspace-tools.json"), "utf8"));
+    const defs = JSON.parse(fs.readFileSync(path.join(HERE, name), "utf8"));
     return Array.isArray(defs) ? defs.filter((d) => d && typeof d.name === "string") : [];
   } catch {
     return [];
   }
+}
+
+export const TOOL_SPECS = readDefinitions("memory-tools.json")
+  .filter((d) => TOOL_RPCS[d.name])
+  .map((d) => ({ name: d.name, label: d.label, description: d.description, parameters: d.parameters, ...TOOL_RPCS[d.name] }));
+
+// written by `stratamem openclaw install` from the core's workspace tool definitions
+export function workspaceTools() {
+  return readDefinitions("workspace-tools.json");
 }
 
 export function memoryPromptSection(availableTools) {

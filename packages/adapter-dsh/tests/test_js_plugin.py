@@ -1,4 +1,4 @@
-"""The plugin's JS spool writer and the host kit's Python spool agree on one format."""
+"""The plugin's JS modules agree with the host kit: one spool format, one table of memory tools."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from stratamem.contract.hostkit.spool import record_name
-from stratamem.dsh.install import plugin_entry
+from stratamem.contract.hostkit.tools import TOOL_NAMES
+from stratamem.dsh.install import install_plugin, plugin_entry
 from stratamem.dsh.spool import open_spool, spool_dir
+
+NODE = pytest.mark.skipif(shutil.which("node") is None, reason="node runs the plugin's modules")
 
 WRITE = """
 import { putSync, recordName, spoolDir } from %s
@@ -22,9 +25,7 @@ console.log(JSON.stringify(keys.map(recordName)))
 """
 
 
-@pytest.mark.skipif(
-    shutil.which("node") is None, reason="node is needed to run the plugin's writer"
-)
+@NODE
 def test_what_the_plugin_writes_the_service_claims(tmp_path: Path) -> None:
     module = json.dumps((plugin_entry().parent / "spool.mjs").as_uri())
     out = subprocess.run(
@@ -40,3 +41,29 @@ def test_what_the_plugin_writes_the_service_claims(tmp_path: Path) -> None:
     records = open_spool(tmp_path).claim()
     assert sorted(r.key for r in records) == ["dsh-1:1", "dsh-1:2", "sessión:3"]
     assert {r.data["user_text"] for r in records} >= {"ünïcode sessión:3"}
+
+
+LOAD_TOOLS = """
+import { loadTools } from %s
+console.log(JSON.stringify(loadTools()))
+"""
+
+
+@NODE
+def test_the_installed_plugin_registers_the_host_kits_six_tools(tmp_path: Path) -> None:
+    install_plugin(tmp_path, run_npm=False)
+    module = json.dumps((tmp_path / "tools.mjs").as_uri())
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", LOAD_TOOLS % module],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    tools = {t["name"]: t for t in json.loads(out)}
+    assert tuple(tools) == TOOL_NAMES
+    search = tools["memos_search"]["parameters"]
+    assert search["query"]["required"] is True and "required" not in search["maxResults"]
+    assert search["tier2topK"]["maximum"] == 100
+    assert tools["memos_get"]["parameters"]["kind"]["enum"] == ["trace", "policy", "world_model"]
+    assert [t["concurrencySafe"] for t in tools.values()] == [True] * 5 + [False]
