@@ -14,6 +14,47 @@ from bench.longmem import conversation_stream
 from bench.stats import summarize
 
 
+async def _search_p50(core: Any, ns: Any, texts: list[str]) -> dict[str, Any]:
+    from stratamem.contract.dtos import RetrievalQuery
+
+    ms = []
+    for text in texts:
+        t0 = time.perf_counter()
+        await core.search(RetrievalQuery(agent=AGENT, query=text, namespace=ns))
+        ms.append((time.perf_counter() - t0) * 1000)
+    return summarize(ms[3:]).as_dict()
+
+
+async def _table_shape(core: Any) -> dict[str, Any]:
+    st = (await core.store.stats()).get("traces", {})
+    return {"rows": st.get("rows"), "version": st.get("version"), "fragments": st.get("fragments")}
+
+
+async def _flush_per_turn(core: Any, stream: Any, ns: Any, turns: int = 150) -> dict[str, Any]:
+    """The seed comparison's worst write pattern: every turn flushed before the next, so LanceDB
+    gains a fragment and a version per turn; reads are measured before and after ``optimize``."""
+    from stratamem.contract.dtos import TurnResult
+
+    for i in range(turns):
+        sid, user, agent = stream[i % len(stream)]
+        await core.turn_end(
+            TurnResult(
+                agent=AGENT,
+                session_id=f"fpt-{sid}",
+                agent_text=agent,
+                ts=int(time.time() * 1000),
+                user_text=f"{user} ({i})",
+                namespace=ns,
+            )
+        )
+        await core.flush(60)
+    probes = [stream[i][1] for i in range(0, min(len(stream), 43))]
+    before = {"table": await _table_shape(core), "search_ms": await _search_p50(core, ns, probes)}
+    await core.store.optimize()
+    after = {"table": await _table_shape(core), "search_ms": await _search_p50(core, ns, probes)}
+    return {"turns": turns, "fragmented": before, "optimized": after}
+
+
 async def run_capture(
     embedder: Any, paced_turns: int, burst_turns: int, seed: int
 ) -> dict[str, Any]:
@@ -88,6 +129,7 @@ async def run_capture(
                 "drain_after_last_ack_s": round(drained_s - acked_s, 2),
                 "last_turn_found_by_search": any(h.ref_id == last_tid for h in res.hits),
             }
+            out["flush_per_turn"] = await _flush_per_turn(core, stream, ns)
             out["read_your_writes"] = (
                 "an acknowledged turn is searchable lexically at once (pending rows are searched in "
                 "memory); ack_to_applied is when its vector is in LanceDB"

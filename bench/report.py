@@ -233,6 +233,24 @@ def hot_path(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _flush_rows(f: dict[str, Any] | None) -> list[list[str]]:
+    """A flush per turn (one LanceDB fragment and version each): search before/after optimize."""
+    if not f:
+        return []
+
+    def shape(t: dict[str, Any]) -> str:
+        return f"{t.get('fragments', '–')} fragments, version {t.get('version', '–')}"
+
+    a, b = f["fragmented"], f["optimized"]
+    return [
+        [
+            f"search after {f['turns']} turns each flushed ({shape(a['table'])})",
+            _cell(a["search_ms"]),
+        ],
+        [f"the same searches after optimize ({shape(b['table'])})", _cell(b["search_ms"])],
+    ]
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -398,6 +416,7 @@ def render(res: dict[str, Any]) -> str:
                     ],
                     ["drain after the last ack", f"{b['drain_after_last_ack_s']} s"],
                     ["last burst turn found by search", str(b["last_turn_found_by_search"])],
+                    *_flush_rows(cap.get("flush_per_turn")),
                 ],
             ),
             "",

@@ -1,7 +1,7 @@
 """In-memory lexical index of one table: BM25 over stemmed tokens, idf weights, substring probes.
 
-Analysis follows LanceDB's FTS defaults (simple tokenizer, lower case, ASCII folding, English
-stemming) so the channel ranks like the native index it replaces, plus CJK bigrams as tokens (the
+Analysis follows LanceDB's FTS defaults (simple tokenizer, lower case, ASCII folding, stop words
+removed, English stemming) so the channel ranks like the native index it replaces, plus CJK bigrams as tokens (the
 native tokenizer keeps a CJK run whole, so bigram queries never matched it). Postings are
 append-only ``array`` buffers read as numpy views: a query allocates nothing proportional to the
 table except one score buffer reused across queries.
@@ -53,7 +53,12 @@ def analyze(text: str) -> list[str]:
     low = _fold(text or "")
     t = _text()
     cjk = t.CJK_RUN
-    out = [_stem(w) for w in _WORD.findall(low) if len(w) <= _MAX_TOKEN and not cjk.match(w)]
+    stop = t.STOP_WORDS
+    out = [
+        _stem(w)
+        for w in _WORD.findall(low)
+        if len(w) <= _MAX_TOKEN and w not in stop and not cjk.match(w)
+    ]
     if cjk.search(low):
         out.extend(t.cjk_bigrams(low))
     return out
