@@ -62,6 +62,8 @@ class HotTable:
         self.ts = np.zeros(0, dtype=np.int64)
         self.session = np.zeros(0, dtype=np.int32)
         self.session_code: dict[str, int] = {}
+        #: session code -> its slots (a session's turns without scanning the table)
+        self.by_session: dict[int, set[int]] = {}
         self.tags: dict[str, set[int]] = {}
         self.vecs = {c: np.zeros((0, dim), dtype=np.float32) for c in self.vec_cols}
         self.has = {c: np.zeros(0, dtype=bool) for c in self.vec_cols}
@@ -97,6 +99,8 @@ class HotTable:
             if slot is None:
                 continue
             self._clear(slot)
+            self.by_session.get(int(self.session[slot]), set()).discard(slot)
+            self.session[slot] = 0
             self.ids[slot] = None
             self.rows[slot] = None
             self.alive[slot] = False
@@ -155,8 +159,15 @@ class HotTable:
         self.priority[slot] = float(clean.get("priority") or 0.0)
         self.ts[slot] = int(clean.get("ts") or 0)
         sid = clean.get("session_id")
+        old_code = int(self.session[slot])
+        code = 0
         if sid is not None:
-            self.session[slot] = self.session_code.setdefault(str(sid), len(self.session_code) + 1)
+            code = self.session_code.setdefault(str(sid), len(self.session_code) + 1)
+        if old_code != code:
+            self.by_session.get(old_code, set()).discard(slot)
+        self.session[slot] = code
+        if code:
+            self.by_session.setdefault(code, set()).add(slot)
         for t in clean.get("tags") or ():
             self.tags.setdefault(str(t), set()).add(slot)
         self.lex.add(slot, str(clean.get("search_text") or ""))
@@ -256,6 +267,13 @@ class HotTable:
             row = self.rows[slot]
             out[slot] = row is not None and pred(row)
         return out
+
+    def session_slots(self, session_id: str) -> np.ndarray:
+        """Live slots of one session, ascending."""
+        got = self.by_session.get(self.session_code.get(session_id, 0))
+        if not got:
+            return np.zeros(0, dtype=np.int64)
+        return np.sort(np.fromiter(got, dtype=np.int64, count=len(got)))
 
     def tag_mask(self, tags: Sequence[str]) -> np.ndarray:
         out = np.zeros(self.n, dtype=bool)

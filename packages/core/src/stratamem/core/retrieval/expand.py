@@ -109,13 +109,12 @@ def hot_rows_in_spans(
     n = t.n
     hit = np.zeros(n, dtype=bool)
     for sid, lo, hi in spans:
-        m = (t.ts[:n] >= lo) & (t.ts[:n] <= hi)
-        if sid is not None:
-            code = t.session_code.get(sid)
-            if code is None:
-                continue
-            m &= t.session[:n] == code
-        hit |= m
+        if sid is not None:  # a session's own slots, not a scan of the table
+            slots = t.session_slots(sid)
+            ts = t.ts[slots]
+            hit[slots[(ts >= lo) & (ts <= hi)]] = True
+            continue
+        hit |= (t.ts[:n] >= lo) & (t.ts[:n] <= hi)
     return [t.full_row(int(slot)) for slot in np.flatnonzero(hit & mask)[:limit]]
 
 
