@@ -88,10 +88,24 @@ class Pool:
                 cand.channels[name] = (rank, float(score))
 
     def set_cosines(self, qvec: np.ndarray | None) -> None:
+        """Each candidate's best cosine to the query: one matrix-vector product for the pool."""
+        if qvec is None:
+            return
+        owners: list[Candidate] = []
+        vecs: list[np.ndarray] = []
         for cand in self.items.values():
-            if qvec is not None and cand.vectors:
-                sims = [float(v @ qvec) for v in cand.vectors if v.shape == qvec.shape]
-                cand.cosine = max(sims) if sims else None
+            for v in cand.vectors:
+                if v.shape == qvec.shape:
+                    owners.append(cand)
+                    vecs.append(v)
+            if cand.vectors:
+                cand.cosine = None
+        if not vecs:
+            return
+        sims = (np.stack(vecs) @ qvec).tolist()
+        for cand, sim in zip(owners, sims, strict=True):
+            if cand.cosine is None or sim > cand.cosine:
+                cand.cosine = sim
 
 
 def num(row: Mapping[str, Any], key: str, default: float = 0.0) -> float:
