@@ -83,6 +83,16 @@ class CachedEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed(check_texts(texts), "document")
 
+    def cached_query(self, text: str) -> Vectors | None:
+        """The query's vector when it is cached, else None (no embedding, no miss counted): a
+        caller on the event loop can skip the executor hop for a repeated query."""
+        with self._lock:
+            row = self._items.get(cache_key(self.name, self.model, "query", text))
+            if row is None:
+                return None
+            self.hits += 1
+            return np.array(row, dtype=np.float32, copy=True)
+
     def embed_query(self, text: str) -> Vectors:
         row: Vectors = self._embed([check_text(text)], "query")[0].copy()
         return row
