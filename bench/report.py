@@ -457,6 +457,52 @@ def render(res: dict[str, Any]) -> str:
                 ],
             ),
         ]
+    st = res.get("startup")
+    if st:
+        cli, imp, her = st["cli"], st["imports"], st["hermes"]
+
+        def ms(d: dict[str, Any]) -> str:
+            return f"{fmt(d['p50_ms'])} / {fmt(d['p95_ms'])} ms (n={d['n']})"
+
+        rows = [
+            [
+                "thin-client import CPU (minus a bare interpreter)",
+                f"{fmt(imp['thin_client_import_cpu_ms'])} ms",
+            ],
+            [
+                "engine import CPU (stratamem.core.local), for comparison",
+                f"{fmt(imp['engine_import_cpu_ms'])} ms",
+            ],
+            [
+                "fresh-process `stratamem search`, warm service (goal p50 ≤ 300 ms idle)",
+                ms(cli["warm_search_wall"]),
+            ],
+            ["  its CPU (user+sys)", ms(cli["warm_search_cpu"])],
+            ["baseline: `python -c pass`", ms(cli["bare_python_wall"])],
+            ["baseline: `stratamem --version`", ms(cli["version_wall"])],
+            [
+                "cold start to first recall (`stratamem search`, no service)",
+                ms(cli["cold_search_wall"]),
+            ],
+        ]
+        if "skipped" in her:
+            rows.append(["first recall of a new Hermes process, warm service", her["skipped"]])
+        else:
+            rows += [
+                ["new Hermes process: first prefetch, warm service", ms(her["first_prefetch"])],
+                [
+                    "new Hermes process: interpreter start to first recall",
+                    ms(her["process_start_to_first_recall"]),
+                ],
+            ]
+        lines += [
+            "",
+            "## Thin-client start-up",
+            "",
+            "Fresh processes against the home's resident service (p50 / p95 wall time unless CPU).",
+            "",
+            _table(["figure", "value"], rows),
+        ]
     so = res.get("soak")
     if so:
         lines += [

@@ -47,4 +47,4 @@ SIZES = {
 }
 #: sizes at and above this also get the ANN phase (forced below the production threshold)
 ANN_PHASE_MIN_ROWS = 10_000
-SECTIONS = ("scaling", "capture", "grpc", "soak", "quality", "locomo")
+SECTIONS = ("scaling", "capture", "grpc", "soak", "quality", "locomo", "startup")

@@ -38,6 +38,9 @@ def test_install_wires_the_plugin_into_the_memory_slot_and_keeps_user_settings(
     assert entry["hooks"] == {"allowConversationAccess": True, "allowPromptInjection": True}
     assert entry["config"]["home"] == str(tmp_path / "stratamem")
     assert Path(entry["config"]["serveCommand"][0]).is_absolute()
+    start = entry["config"]["startCommand"]  # the shared thin-client helper, same interpreter
+    assert Path(start[0]).is_absolute() and "stratamem.contract.hostkit.client" in start
+    assert start[-2:] == ["--home", str(tmp_path / "stratamem")]
     assert c["agents"]["defaults"]["workspace"] == "/w"
     assert "// keep me" in (tmp_path / "openclaw.json").read_text()
     for name in ("index.js", "openclaw.plugin.json", "package.json", "proto/openclaw.desc"):

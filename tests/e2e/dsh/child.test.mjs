@@ -1,5 +1,6 @@
-// child.test.mjs: with nothing answering on the home's socket the plugin starts `stratamem serve` as
-// its child, and its disposer stops that child after the drain (env as in dsh.test.mjs).
+// child.test.mjs: with nothing answering on the home's socket the plugin has the home's resident service
+// started (detached, shared with every client of the home); disposing drains but leaves it running
+// for the next DSH process or host (env as in dsh.test.mjs).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
@@ -15,7 +16,7 @@ const answers = (sock) => new Promise((resolve) => {
   c.once('error', () => resolve(false))
 })
 
-test('the plugin starts a server when none answers and stops only that one', async () => {
+test('the plugin starts the resident service when none answers and leaves it for the next process', async () => {
   const home = fs.mkdtempSync(path.join(process.env.STRATAMEM_DSH_SCRATCH, 'child-'))
   fs.writeFileSync(path.join(home, 'config.yaml'), 'embedding:\n  provider: none\n')
   const sock = path.join(home, 'run', 'stratamem.sock')
@@ -33,8 +34,16 @@ test('the plugin starts a server when none answers and stops only that one', asy
   h.sessionEvent(s, { type: 'turn/end', seq: 3, time: Date.now(), data: { turn: 1, reason: { kind: 'completed' } } })
   const r = await h.dispose({ timeoutMs: 20000 })
   assert.equal(r.outcome, 'done')
-  assert.throws(() => process.kill(pid, 0), /ESRCH/) // the child is gone
-  // captured before the child exited: the spool is empty again
+  // captured through the service: the spool is empty again
   assert.deepEqual(fs.readdirSync(path.join(home, 'dsh', 'spool')).filter((n) => n.endsWith('.turn')), [])
   await h.close()
+  // the service outlives this DSH process (its own session and process group); a second DSH joins it
+  process.kill(pid, 0)
+  assert.equal(await answers(sock), true)
+  const h2 = await createHarness(plugin, { home, command: process.env.STRATAMEM_DSH_COMMAND, startupTimeoutMs: 120000 })
+  assert.equal(h2.loadError, null)
+  assert.equal(JSON.parse(fs.readFileSync(path.join(home, 'run', 'serve.json'), 'utf8')).pid, pid)
+  await h2.dispose({ timeoutMs: 20000 })
+  await h2.close()
+  process.kill(pid, 'SIGTERM') // the test's own clean-up (users rely on the idle exit)
 })

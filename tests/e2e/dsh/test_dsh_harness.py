@@ -47,7 +47,7 @@ def test_plugin_in_real_cordis_against_a_running_service(
     assert "STRATAMEM_DSH_METRICS" in out
 
 
-def test_plugin_starts_and_stops_its_own_server(
+def test_plugin_starts_the_resident_service_and_leaves_it_running(
     harness_dir: Path, plugin_entry_installed: Path, tmp_path: Path
 ) -> None:
     env = {

@@ -78,16 +78,3 @@ def hermes_env(tmp_path: Path, stub: StubLLM) -> dict[str, str]:
     (tmp_path / "cwd").mkdir()
     env["_CWD"] = str(tmp_path / "cwd")
     return env
-
-
-@pytest.fixture(autouse=True)
-def _stop_started_services(tmp_path: Path) -> Iterator[None]:
-    """Hermes processes start the home's resident service detached; stop it after each test."""
-    yield
-    import contextlib
-
-    from stratamem.contract.hostkit.client import stop_service
-
-    for lock in tmp_path.rglob("owner.lock"):
-        with contextlib.suppress(Exception):
-            stop_service(lock.parent, 20)

@@ -66,7 +66,9 @@ def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchab
     assert json.loads(inst.stdout)["changed"] is True
     cfg_path = run.openclaw_home / "openclaw.json"
     doc = Json5Document(cfg_path.read_text())
-    doc.set(("plugins", "entries", "stratamem", "config", "idleExitSeconds"), 60)
+    # the home's resident service (started by the plugin's first turn) idles out after 20 s
+    st_home = run.openclaw_home / "stratamem"
+    (st_home / "config.yaml").write_text("server:\n  idle_exit_s: 20\n")
     doc.set(
         ("plugins", "entries", "stratamem", "config", "logFile"), str(tmp_path / "plugin.jsonl")
     )
@@ -88,13 +90,12 @@ def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchab
     # control: the same question from a fresh session c does get session a's fact
     assert "favourite build tool is Zorblax 3000" in block_of(prompts[3]), prompts[3][:3000]
 
-    st_home = run.openclaw_home / "stratamem"
     serve = (
         json.loads((st_home / "run" / "serve.json").read_text())
         if (st_home / "run" / "serve.json").exists()
         else None
     )
-    if serve:  # the plugin started the server; it exits by itself once OpenClaw is quiet
+    if serve:  # the plugin started the service; it exits by itself once nobody calls it
         deadline = time.time() + 180
         while _pid_alive(int(serve["pid"])) and time.time() < deadline:
             time.sleep(1)

@@ -68,6 +68,12 @@ def serve_command() -> list[str]:
     return [sys.executable, "-m", "stratamem.core.cli", "serve"]
 
 
+def start_command(home: Path) -> list[str]:
+    """Absolute argv that makes ``home``'s resident service answer (started on demand, detached):
+    the thin-client helper every Stratamem client uses, run by this install's interpreter."""
+    return [sys.executable, "-m", "stratamem.contract.hostkit.client", "--home", str(home)]
+
+
 def socket_for(home: Path) -> str:
     from stratamem.core.server.sockets import socket_path_for
 
@@ -146,6 +152,10 @@ def install(
         (f"config.home = {st_home}", doc.set((*entry, "config", "home"), str(st_home))),
         ("config.socket", doc.set((*entry, "config", "socket"), socket_for(st_home))),
         ("config.serveCommand", doc.set((*entry, "config", "serveCommand"), serve_command())),
+        (
+            "config.startCommand",
+            doc.set((*entry, "config", "startCommand"), start_command(st_home)),
+        ),
     ]
     report.changes += [f"openclaw.json: {what}" for what, changed in edits if changed]
     report.changes += jsplugin.sync_files(plugin_dir, plugin_files(), dry_run=dry_run)

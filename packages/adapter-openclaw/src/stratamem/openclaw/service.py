@@ -4,10 +4,7 @@ them through :class:`OpenClawHost`. Added to ``stratamem serve`` through ``regis
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import signal
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,9 +20,6 @@ from stratamem.openclaw.host import HookCtx, OpenClawHost
 from stratamem.openclaw.workspace import OpenClawWorkspace, answer_text, tool_definitions
 
 log = get_logger("openclaw.service")
-
-#: set by the JS plugin when it starts the server itself: exit after this many idle seconds
-IDLE_EXIT_ENV = "STRATAMEM_OPENCLAW_IDLE_EXIT_S"
 
 
 def hook_ctx(msg: pb.HookContext) -> HookCtx:
@@ -51,7 +45,7 @@ def _messages(raw: str) -> list[Any]:
 
 
 class OpenClawService:
-    """Handlers of every RPC; ``last_call`` feeds the idle watchdog."""
+    """Handlers of every RPC (the service's idle exit counts them through the server's interceptor)."""
 
     def __init__(
         self,
@@ -227,14 +221,6 @@ def add_to_server(server: Any, core: MemoryCore, context: Any) -> OpenClawServic
         else:
             handlers[name] = _plain(fn)
     pb_grpc.add_OpenClawHostServicer_to_server(_Bound(handlers), server)
-    idle = os.environ.get(IDLE_EXIT_ENV, "")
-    if idle:
-        try:
-            seconds = float(idle)
-        except ValueError:
-            seconds = 0.0
-        if seconds > 0:
-            asyncio.get_running_loop().create_task(_idle_watchdog(service, seconds))
     return service
 
 
@@ -253,13 +239,3 @@ def _plain(fn: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, Any], Awa
             await context.abort(code, f"{exc.code.value}: {exc}")
 
     return handler
-
-
-async def _idle_watchdog(service: OpenClawService, seconds: float) -> None:
-    """A server the plugin started for itself stops once OpenClaw has been quiet for ``seconds``."""
-    while True:
-        await asyncio.sleep(min(seconds, 5.0))
-        if time.monotonic() - service.last_call >= seconds:
-            log.info("idle_exit", idle_s=seconds)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return

@@ -68,6 +68,12 @@ def _console_logging() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given == ["--version"]:  # answered before plugins load (the parser says the same)
+        from stratamem.core import __version__
+
+        print(f"stratamem {__version__}")
+        return 0
     _console_logging()
     parser = build_parser()
     args = parser.parse_args(argv)

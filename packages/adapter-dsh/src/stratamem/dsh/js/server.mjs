@@ -1,6 +1,6 @@
-// server.mjs: find the home's `stratamem serve`, or start one as a child that lives and dies with DSH.
-// A server that was already answering is only used as a client and never stopped.
-import { spawn } from 'node:child_process'
+// server.mjs: find the home's resident `stratamem serve`, or have `stratamem start` start it (detached,
+// shared with every other client of the home, never stopped by the plugin).
+import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import net from 'node:net'
 import os from 'node:os'
@@ -26,47 +26,24 @@ export function answers(socketPath, timeoutMs = 500) {
 }
 
 /**
- * Returns {socketPath, child}; `child` is null when a server was already running.
+ * Returns {socketPath, child}; `child` is always null: the home's resident service is shared by every
+ * client of the home (Hermes, OpenClaw, the CLI), so the plugin never owns or stops it. When nothing
+ * answers, `stratamem start` starts it the way every thin client does (one starter per home, detached,
+ * logs in the home's logs/, idle exit server.idle_exit_s) and returns once it answers.
  * `command` is the `stratamem` executable (a string split on spaces, e.g. "uv run stratamem").
  */
 export async function ensureServer({ home, command = 'stratamem', startupTimeoutMs = 30000, env = process.env }) {
   const socketPath = socketPathFor(home)
   if (await answers(socketPath)) return { socketPath, child: null }
   const [bin, ...pre] = String(command).split(/\s+/).filter(Boolean)
-  const child = spawn(bin, [...pre, 'serve', '--home', home], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...env, STRATAMEM_DSH_PARENT_PID: String(process.pid) },
-  })
-  const stderr = []
-  child.stderr.on('data', (chunk) => {
-    stderr.push(String(chunk))
-    if (stderr.length > 40) stderr.shift()
-  })
+  const args = [...pre, 'start', '--home', home, '--budget', String(Math.max(1, startupTimeoutMs / 1000))]
   const ready = await new Promise((resolve, reject) => {
-    let out = ''
-    const timer = setTimeout(() => fail(new Error(`stratamem serve did not start within ${startupTimeoutMs} ms`)), startupTimeoutMs)
-    const fail = (error) => { clearTimeout(timer); reject(error) }
-    child.once('error', fail)
-    child.once('exit', (code, signal) => fail(new Error(`stratamem serve exited (${code ?? signal}): ${stderr.join('').slice(-2000)}`)))
-    child.stdout.on('data', (chunk) => {
-      out += String(chunk)
-      for (const line of out.split('\n')) {
-        try {
-          const msg = JSON.parse(line)
-          if (msg && msg.ready) { clearTimeout(timer); resolve(msg) }
-        } catch {}
-      }
+    execFile(bin, args, { env, timeout: startupTimeoutMs + 5000 }, (error, stdout, stderr) => {
+      if (error) return reject(new Error(`stratamem service did not start within ${startupTimeoutMs} ms: ${String(stderr || error.message).slice(-2000)}`))
+      try { resolve(JSON.parse(String(stdout).trim().split('\n').pop())) } catch { resolve({}) }
     })
-  }).catch(async (error) => {
-    await stopChild(child, 2000)
-    throw error
   })
-  child.stdout.resume() // keep draining: a full pipe would block the server
-  child.removeAllListeners('exit')
-  const onExit = () => { if (child.exitCode === null) child.kill('SIGTERM') }
-  process.once('exit', onExit)
-  child.once('exit', () => process.removeListener('exit', onExit))
-  return { socketPath: ready.socket || socketPath, child }
+  return { socketPath: ready.socket || socketPath, child: null }
 }
 
 /** SIGTERM (the server drains and shuts its core down), SIGKILL after `graceMs`. */

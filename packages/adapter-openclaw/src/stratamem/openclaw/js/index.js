@@ -2,7 +2,7 @@
 // service (stratamem.openclaw.v1.OpenClawHost) of `stratamem serve` over the home's Unix socket.
 // Fail-open everywhere: a memory problem never breaks a turn. Side effects only in "full" mode.
 import { createRequire } from "node:module";
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -19,7 +19,7 @@ export const FAILURE_HINT =
   "to look for similar past failures and how they were resolved before trying again.";
 // hook budgets of the host: before_prompt_build 15 s (we keep 5 s, a cold server start included),
 // agent_end 30 s (capture is durable in milliseconds; the rest runs in the service)
-export const DEFAULTS = { promptBuildTimeoutMs: 5000, agentEndTimeoutMs: 20000, toolTimeoutMs: 10000, voidTimeoutMs: 3000, idleExitSeconds: 600 };
+export const DEFAULTS = { promptBuildTimeoutMs: 5000, agentEndTimeoutMs: 20000, toolTimeoutMs: 10000, voidTimeoutMs: 3000 };
 
 // The six memory tools: their definitions (description, label, JSON-schema parameters) are the host
 // kit's one table, written by `stratamem openclaw install` as memory-tools.json; here only the RPC each
@@ -131,16 +131,36 @@ class Connection {
     });
   }
 
-  startServer() {
+  // The home's resident service, started the way every Stratamem client starts it
+  // (stratamem.contract.hostkit.client: one starter per home, detached, logs/serve.log, idle exit
+  // server.idle_exit_s): `startCommand` runs that helper, which returns once the service answers.
+  startService(budgetMs) {
+    const argv = this.cfg.startCommand;
+    if (!Array.isArray(argv) || argv.length === 0) return this.startServerLegacy();
+    const args = [...argv.slice(1), "--budget", String(Math.max(1, budgetMs / 1000))];
+    return new Promise((resolve, reject) => {
+      execFile(argv[0], args, { timeout: budgetMs + 5000, env: process.env }, (err, stdout, stderr) => {
+        if (err) return reject(new Error(`stratamem service did not start: ${String(stderr || err.message).slice(-500)}`));
+        try {
+          const msg = JSON.parse(String(stdout).trim().split("\n").pop());
+          if (msg.socket) this.cfg.socket = msg.socket;
+        } catch { /* keep the configured socket */ }
+        this.startedServer = true;
+        resolve();
+      });
+    });
+  }
+
+  // installs from before `startCommand`: spawn `serveCommand` detached (a second one exits 3 at once)
+  startServerLegacy() {
     const argv = this.cfg.serveCommand;
-    if (!Array.isArray(argv) || argv.length === 0) throw new Error("no serveCommand configured");
+    if (!Array.isArray(argv) || argv.length === 0) throw new Error("no startCommand configured");
     const logs = path.join(this.cfg.home || HERE, "logs");
     fs.mkdirSync(logs, { recursive: true });
-    const out = fs.openSync(path.join(logs, "openclaw-serve.log"), "a");
+    const out = fs.openSync(path.join(logs, "serve.log"), "a");
     const child = spawn(argv[0], argv.slice(1), {
       detached: true, stdio: ["ignore", out, out],
-      env: { ...process.env, STRATAMEM_HOME: this.cfg.home || process.env.STRATAMEM_HOME || "",
-        STRATAMEM_OPENCLAW_IDLE_EXIT_S: String(this.cfg.idleExitSeconds ?? DEFAULTS.idleExitSeconds) },
+      env: { ...process.env, STRATAMEM_HOME: this.cfg.home || process.env.STRATAMEM_HOME || "" },
     });
     child.unref();
     fs.closeSync(out);
@@ -152,7 +172,7 @@ class Connection {
     if (!this.ready) {
       this.ready = (async () => {
         if (!(await this.socketAnswers())) {
-          this.startServer();
+          await this.startService(Math.max(budgetMs, 30000));
           const until = Date.now() + Math.max(budgetMs, 30000);
           while (!(await this.socketAnswers())) {
             if (Date.now() > until) throw new Error(`stratamem serve did not answer on ${this.cfg.socket}`);

@@ -165,6 +165,30 @@ def run_health(args: argparse.Namespace) -> int:
     return 0 if data.get("ok") else 1
 
 
+def configure_start(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", default=argparse.SUPPRESS, help="runtime home whose service to start")
+    parser.add_argument(
+        "--budget", type=float, default=60.0, help="seconds to wait for it to answer (default 60)"
+    )
+
+
+def run_start(args: argparse.Namespace) -> int:
+    """Make the home's service answer (starting it detached if nobody owns the home), print
+    ``{"socket", "pid"}``: how plugins in other languages follow the thin clients' rules."""
+    from stratamem.contract.hostkit.client import ensure_service, owner_record
+    from stratamem.core.home import resolve_home
+
+    home = resolve_home(getattr(args, "home", None))
+    try:
+        sock = ensure_service(home, args.budget)
+    except StratamemError as err:
+        print(f"stratamem start: error [{err.code.value}] {err.message}", file=sys.stderr)
+        return 1
+    owner = owner_record(home) or {}
+    print(json.dumps({"socket": sock, "pid": owner.get("pid")}))
+    return 0
+
+
 def configure_stop(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--home", default=argparse.SUPPRESS, help="runtime home whose service to stop"
@@ -194,6 +218,7 @@ def run_stop(args: argparse.Namespace) -> int:
 
 def commands() -> list[tuple[Any, ...]]:
     return [
+        ("start", "start the home's resident service unless it runs", configure_start, run_start),
         ("stop", "stop the home's resident service (it drains first)", configure_stop, run_stop),
         ("serve", "run the memory service for a home (gRPC)", configure_serve, run_serve),
         (

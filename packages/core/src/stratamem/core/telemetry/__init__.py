@@ -3,16 +3,35 @@
 Offline by default: no telemetry is sent anywhere unless OTLP export is configured.
 """
 
-from stratamem.core.telemetry.events_log import attach_event_log, event_log_observer
-from stratamem.core.telemetry.logs import (
-    LoggingSetup,
-    add_trace_ids,
-    configure_logging,
-    get_logger,
-    reset_logging,
-)
-from stratamem.core.telemetry.redact import Redactor, redact
-from stratamem.core.telemetry.tracing import configure_tracing, span, tracer
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stratamem.core.telemetry.events_log import attach_event_log, event_log_observer
+    from stratamem.core.telemetry.logs import (
+        LoggingSetup,
+        add_trace_ids,
+        configure_logging,
+        get_logger,
+        reset_logging,
+    )
+    from stratamem.core.telemetry.redact import Redactor, redact
+    from stratamem.core.telemetry.tracing import configure_tracing, span, tracer
+
+# lazy (PEP 562): a CLI process or thin client that only logs must not import OpenTelemetry
+_LAZY: dict[str, str] = {
+    "attach_event_log": "stratamem.core.telemetry.events_log",
+    "event_log_observer": "stratamem.core.telemetry.events_log",
+    "LoggingSetup": "stratamem.core.telemetry.logs",
+    "add_trace_ids": "stratamem.core.telemetry.logs",
+    "configure_logging": "stratamem.core.telemetry.logs",
+    "get_logger": "stratamem.core.telemetry.logs",
+    "reset_logging": "stratamem.core.telemetry.logs",
+    "Redactor": "stratamem.core.telemetry.redact",
+    "redact": "stratamem.core.telemetry.redact",
+    "configure_tracing": "stratamem.core.telemetry.tracing",
+    "span": "stratamem.core.telemetry.tracing",
+    "tracer": "stratamem.core.telemetry.tracing",
+}
 
 __all__ = [
     "LoggingSetup",
@@ -28,3 +47,12 @@ __all__ = [
     "span",
     "tracer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
