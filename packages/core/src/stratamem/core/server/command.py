@@ -166,7 +166,9 @@ def run_health(args: argparse.Namespace) -> int:
 
 
 def configure_start(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", default=argparse.SUPPRESS, help="runtime home whose service to start")
+    parser.add_argument(
+        "--home", default=argparse.SUPPRESS, help="runtime home whose service to start"
+    )
     parser.add_argument(
         "--budget", type=float, default=60.0, help="seconds to wait for it to answer (default 60)"
     )
