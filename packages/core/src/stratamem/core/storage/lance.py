@@ -59,7 +59,12 @@ class LanceStore:
     # -- open ------------------------------------------------------------------------------
     async def open(self) -> LanceStore:
         self.path.mkdir(parents=True, exist_ok=True)
-        self._db = await lancedb.connect_async(str(self.path))
+        mb = 1 << 20
+        session = lancedb.Session(
+            index_cache_size_bytes=int(self.cfg.get("lance_index_cache_mb", 64)) * mb,
+            metadata_cache_size_bytes=int(self.cfg.get("lance_metadata_cache_mb", 32)) * mb,
+        )
+        self._db = await lancedb.connect_async(str(self.path), session=session)
         existing = set((await self._db.list_tables()).tables)
         for name, (factory, _vecs) in TABLES.items():
             schema = factory(self.dim, self.model)
