@@ -83,15 +83,15 @@ def test_search_json_has_the_documented_shape_and_tool_call_turns(
     home = tmp_path / "h"
     assert main(["--home", str(home), "ingest", str(_write(tmp_path / "t.jsonl", FACTS))]) == 0
     out = _search(home, "how did we deploy the api", capsys, "--namespace", "cli/default")
-    assert set(out) == {"hits", "injected_context", "tier_latency_ms"}
+    assert set(out) == {"namespaces", "hits", "tier_latency_ms"}
     assert set(out["tier_latency_ms"]) == {"tier1", "tier2", "tier3"}
     hit = out["hits"][0]
-    assert set(hit) == {"tier", "ref_kind", "ref_id", "score", "snippet"}
+    assert set(hit) == {"namespace", "tier", "ref_kind", "ref_id", "score", "snippet"}
     assert hit["tier"] == 2 and hit["ref_kind"] == "trace"
     assert "docker compose" in hit["snippet"]
     scores = [h["score"] for h in out["hits"]]
     assert scores == sorted(scores, reverse=True)
-    assert "<relevant-memories>" in out["injected_context"]
+    assert out["namespaces"] == ["cli/default"] and hit["namespace"] == "cli/default"
 
 
 def test_search_limit_is_validated_and_zero_hits_is_success(
@@ -100,8 +100,8 @@ def test_search_limit_is_validated_and_zero_hits_is_success(
     home = tmp_path / "h"
     assert main(["--home", str(home), "search", "x", "--limit", "0"]) == 2
     assert main(["--home", str(home), "search", "x", "--limit", "51"]) == 2
-    out = _search(home, "anything at all", capsys)
-    assert out["hits"] == [] and out["injected_context"] == ""
+    out = _search(home, "anything at all", capsys, "--create")
+    assert out["hits"] == []
 
 
 def test_namespaces_are_isolated_in_search_and_export(

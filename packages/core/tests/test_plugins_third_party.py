@@ -109,7 +109,7 @@ def test_an_installed_plugin_adds_a_command_and_an_embedder_the_core_uses(tmp_pa
     )
     assert _run(["ingest", str(turns), "--no-progress"], env).returncode == 0
     assert marker.exists() and marker.read_text().strip()  # the plugin embedded the turn
-    health = _run(["health"], env)
+    health = _run(["health", "--json"], env)
     assert json.loads(health.stdout)["embedder"]["dimension"] == 26
 
 

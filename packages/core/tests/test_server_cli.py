@@ -72,7 +72,7 @@ def test_serve_lifecycle_ready_file_0600_socket_health_single_owner_and_sigterm_
     assert str(info["tcp"]).startswith("127.0.0.1:") and not str(info["tcp"]).endswith(":0")
     # `stratamem health` reaches the running owner over its socket
     out = subprocess.run(
-        [*EXE, "--home", str(home), "health"],
+        [*EXE, "--home", str(home), "health", "--json"],
         env=_env(home),
         capture_output=True,
         text=True,

@@ -22,6 +22,49 @@ def builtin_commands() -> list[Command]:
     return list(commands())
 
 
+def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """The options every command takes, before or after its name (``stratamem search --home H q``).
+
+    Below the top level they default to SUPPRESS, so a value given before the command name stands;
+    an option a command defines itself (``serve --home``) is left to it."""
+
+    def add(flag: str, **kw: Any) -> None:
+        if flag in parser._option_string_actions:
+            return
+        if not top:
+            kw["default"] = argparse.SUPPRESS
+        parser.add_argument(flag, **kw)
+
+    add("--home", default=None, help="runtime home (default: $STRATAMEM_HOME or ~/.stratamem)")
+    add(
+        "--namespace",
+        default=None,
+        help="AGENT/PROFILE to act in (default cli/default; search, timeline and export "
+        "look in every namespace of the home when it is not given)",
+    )
+    add("--json", action="store_true", default=False, help="print JSON (machine-readable) output")
+    add(
+        "--offline",
+        action="store_true",
+        default=False,
+        help="open the engine in this process instead of through the home's service (maintenance)",
+    )
+    add(
+        "--create",
+        action="store_true",
+        default=False,
+        help="create the home if it does not exist (read commands refuse a missing home)",
+    )
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    out: list[argparse.ArgumentParser] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            out.extend(action.choices.values())
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     from stratamem.core import __version__
     from stratamem.core.plugins import collect
@@ -30,20 +73,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="stratamem", description="Long-term memory for AI agents."
     )
     parser.add_argument("--version", action="version", version=f"stratamem {__version__}")
-    parser.add_argument("--home", help="runtime home (default: $STRATAMEM_HOME or ~/.stratamem)")
-    parser.add_argument(
-        "--namespace", default=None, help="AGENT/PROFILE to act in (default cli/default)"
-    )
-    parser.add_argument(
-        "--offline",
-        action="store_true",
-        help="open the engine in this process instead of through the home's service (maintenance)",
-    )
+    _global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text, configure, run in collect("register_commands"):
-        p = sub.add_parser(name, help=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text)
         configure(p)
         p.set_defaults(_run=run)
+    todo = _subparsers(parser)
+    while todo:  # nested commands too (``stratamem hermes install --home H``)
+        p = todo.pop()
+        _global_options(p, top=False)
+        todo.extend(_subparsers(p))
     return parser
 
 
@@ -81,6 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help(sys.stderr)
         return 2
+    if getattr(run, "reads_home", False) and not args.create:
+        from stratamem.core.commands.common import missing_home_message
+
+        missing = missing_home_message(args)
+        if missing:
+            print(missing, file=sys.stderr)
+            return 2
     return int(run(args))
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from stratamem.contract.dtos import ListQuery, Namespace, ToolCall, TurnResult
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
-from stratamem.core.commands.common import namespace_of, print_json, run_async
+from stratamem.core.commands.common import namespace_of, print_json, reads_home, run_async
 
 EXPORT_HELP = "write a JSON bundle of the home's memories (every namespace unless --namespace) to stdout or --out FILE"
 IMPORT_HELP = "import a JSON bundle written by `stratamem export` (idempotent)"
@@ -162,6 +162,7 @@ def _named_namespace(args: argparse.Namespace) -> Namespace | None:
     return namespace_of(args) if getattr(args, "namespace", None) else None
 
 
+@reads_home
 def run_export(args: argparse.Namespace) -> int:
     async def body(core: MemoryCore) -> int:
         bundle = await export_bundle(core, _named_namespace(args))
@@ -176,12 +177,28 @@ def run_export(args: argparse.Namespace) -> int:
     return run_async(args, body)
 
 
+def _looks_like_jsonl(text: str) -> bool:
+    lines = [ln for ln in text.splitlines() if ln.strip()][:2]
+    try:
+        return len(lines) > 1 and all(isinstance(json.loads(ln), dict) for ln in lines)
+    except json.JSONDecodeError:
+        return False
+
+
 def run_import(args: argparse.Namespace) -> int:
     try:
-        bundle = json.loads(args.file.read_text(encoding="utf-8"))
+        text = args.file.read_text(encoding="utf-8")
+        bundle = json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        hint = ""
+        if isinstance(exc, json.JSONDecodeError) and _looks_like_jsonl(text):
+            hint = (
+                f"; it holds one JSON object per line (JSONL turns): use `stratamem ingest "
+                f"{args.file}` (import reads a bundle written by `stratamem export`)"
+            )
         print(
-            f"stratamem: error [invalid_argument] cannot read {args.file}: {exc}", file=sys.stderr
+            f"stratamem: error [invalid_argument] cannot read {args.file}: {exc}{hint}",
+            file=sys.stderr,
         )
         return 2
 

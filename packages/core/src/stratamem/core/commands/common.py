@@ -89,3 +89,55 @@ def run_async(args: argparse.Namespace, body: Callable[[MemoryCore], Awaitable[i
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=None, default=str) + "\n")
+
+
+R = TypeVar("R", bound=Callable[..., Any])
+
+
+def reads_home(run: R) -> R:
+    """Mark a command that reads an existing home: on a missing one it fails (``--create`` makes
+    one), so a typo in ``--home`` is an error instead of a new, empty home."""
+    run.reads_home = True  # type: ignore[attr-defined]
+    return run
+
+
+def missing_home_message(args: argparse.Namespace) -> str | None:
+    """An error naming the home when it does not exist, else ``None``."""
+    from stratamem.core.home import resolve_home
+
+    home = resolve_home(getattr(args, "home", None))
+    if home.is_dir() and ((home / "config.yaml").exists() or (home / "data").is_dir()):
+        return None
+    return (
+        f"stratamem: error [home_not_found] no Stratamem home at {home}; "
+        f"check --home / $STRATAMEM_HOME, or create it with `stratamem serve --home {home}`, "
+        "`stratamem ingest`, or --create"
+    )
+
+
+def label(ns: Namespace) -> str:
+    return f"{ns.agent_kind}/{ns.profile_id}"
+
+
+def namespace_given(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "namespace", None))
+
+
+async def namespaces_with_memories(core: MemoryCore) -> list[Namespace]:
+    """Every namespace holding an episode, in first-seen order (the CLI is the home's owner: its
+    socket is unrestricted, so it may list across namespaces)."""
+    from stratamem.contract.dtos import ListQuery
+
+    seen: dict[tuple[str, str], Namespace] = {}
+    offset, page = 0, 500
+    while True:
+        batch = await core.list_episodes(
+            ListQuery(limit=page, offset=offset, include_all_namespaces=True)
+        )
+        for ep in batch:
+            key = (ep.owner.owner_agent_kind, ep.owner.owner_profile_id)
+            if key not in seen:
+                seen[key] = Namespace(agent_kind=key[0], profile_id=key[1])
+        if len(batch) < page:
+            return list(seen.values())
+        offset += page

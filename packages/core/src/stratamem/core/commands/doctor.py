@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from stratamem.contract.errors import StratamemError
-from stratamem.core.commands.common import opened_core, print_json
+from stratamem.core.commands.common import opened_core, print_json, reads_home
 
 NAME = "doctor"
 HELP = "report rows, fragments, versions, unindexed rows, disk bytes per table and journal backlog"
@@ -66,6 +66,7 @@ def _set_aside_on_disk(home: str) -> int:
         db.close()
 
 
+@reads_home
 def run(args: argparse.Namespace) -> int:
     async def main() -> int:
         async with opened_core(args) as core:

@@ -32,8 +32,29 @@ class Line:
     result: TurnResult
 
 
+FORMAT = """\
+The file is JSON Lines: one turn (a user message and the assistant's answer) per line.
+
+keys (snake_case; any other key is an error):
+  session     string, required   the conversation the turn belongs to
+  user        string, required   what the user said (not empty)
+  assistant   string             the assistant's answer
+  ts          integer, required  when it happened, epoch milliseconds
+  tool_calls  list               [{"name", "input"?, "output"?, "error_code"?}, ...]
+  namespace   object             {"agent_kind", "profile_id"?}; default: --namespace or cli/default
+
+example (turns.jsonl):
+  {"session": "s1", "user": "My sister Alice lives in Lisbon.", "assistant": "Noted.", "ts": 1700000000000}
+  {"session": "s2", "user": "Deploy the api", "assistant": "Deployed.", "ts": 1700000100000, "tool_calls": [{"name": "shell", "input": {"cmd": "docker compose up -d"}, "output": "started"}]}
+
+A re-run skips lines already ingested; a bad line is reported by number and skipped (exit 1).
+For a bundle written by `stratamem export`, use `stratamem import`."""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, help="JSONL file, one turn per line")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = FORMAT
+    parser.add_argument("file", type=Path, help="JSONL file, one turn per line (format below)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -170,7 +191,9 @@ def run(args: argparse.Namespace) -> int:
                 bad += 1
                 msg = exc.message if isinstance(exc, StratamemError) else str(exc)
                 code = exc.code.value if isinstance(exc, StratamemError) else "invalid_argument"
-                sys.stderr.write(f"\nline {number}: [{code}] {msg}\n")
+                # a progress bar owns the current line on a terminal; elsewhere no blank lines
+                prefix = "\n" if show and done > 1 else ""
+                sys.stderr.write(f"{prefix}line {number}: [{code}] {msg}\n")
                 if isinstance(exc, StratamemError) and exc.code is ErrorCode.ALREADY_SHUT_DOWN:
                     raise
             _progress(done, len(texts), show)

@@ -7,6 +7,7 @@ import json
 import sys
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.commands.common import reads_home
 
 NAME = "reembed"
 HELP = "re-embed every stored vector with the configured embedder (stop the server first)"
@@ -16,6 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     del parser
 
 
+@reads_home
 def run(args: argparse.Namespace) -> int:
     from stratamem.core.config.loader import load_config
     from stratamem.core.embedding import load_embedder

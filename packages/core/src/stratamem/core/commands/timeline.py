@@ -1,31 +1,51 @@
-"""``stratamem timeline EPISODE_ID``: replay an episode's traces in order."""
+"""``stratamem timeline EPISODE_ID``: replay an episode's traces in order.
+
+Without ``--namespace`` the episode is looked up in every namespace of the home."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
-from stratamem.core.commands.common import namespace_of, print_json, run_async
+from stratamem.core.commands.common import (
+    label,
+    namespace_given,
+    namespace_of,
+    namespaces_with_memories,
+    print_json,
+    reads_home,
+    run_async,
+)
 
 NAME = "timeline"
 HELP = "print an episode's traces in order (JSON lines with --json)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("episode_id")
-    parser.add_argument("--json", action="store_true", help="one JSON trace per line")
+    parser.add_argument("episode_id", help="an episode id (see `stratamem search` or the viewer)")
 
 
+@reads_home
 def run(args: argparse.Namespace) -> int:
     async def body(core: MemoryCore) -> int:
-        ns = namespace_of(args)
-        if await core.get_episode(args.episode_id, namespace=ns) is None:
+        given = namespace_given(args)
+        candidates = [namespace_of(args)]
+        if not given:
+            candidates += [n for n in await namespaces_with_memories(core) if n not in candidates]
+        for ns in candidates:
+            if await core.get_episode(args.episode_id, namespace=ns) is not None:
+                break
+        else:
+            where = ", ".join(label(n) for n in candidates)
             raise StratamemError(
                 ErrorCode.EPISODE_NOT_FOUND,
-                f"episode {args.episode_id!r} not found in namespace {ns.agent_kind}/{ns.profile_id}",
+                f"episode {args.episode_id!r} not found in namespace{'s' * (len(candidates) > 1)} {where}",
             )
+        if ns != candidates[0]:
+            print(f"episode {args.episode_id} is in namespace {label(ns)}", file=sys.stderr)
         for t in await core.timeline(args.episode_id, namespace=ns):
             if args.json:
                 print_json(dataclasses.asdict(t))

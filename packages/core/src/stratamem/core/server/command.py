@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.commands.common import reads_home
 
 EXIT_OWNED = 3
 
@@ -117,6 +118,7 @@ async def serve(args: argparse.Namespace) -> int:
             service._write_serve_json()
         info = {"socket": str(service.socket_path), "tcp": service.tcp_address}
         print(json.dumps({"ready": True, **info, "viewer_url": service.viewer_url}), flush=True)
+        print(serve_banner(home, info, service.viewer_url), file=sys.stderr, flush=True)
         insights.start()
         idle_s = args.idle_exit
         if idle_s is None:
@@ -131,6 +133,28 @@ async def serve(args: argparse.Namespace) -> int:
     finally:
         await core.shutdown()
     return 0
+
+
+def serve_banner(home: Any, info: dict[str, Any], viewer_url: str | None) -> str:
+    """What a person starting ``serve`` needs: where things live and how to stop it (stderr; the
+    JSON line on stdout is for programs)."""
+    import os
+
+    lines = [
+        f"stratamem serve: ready (pid {os.getpid()})",
+        f"  home:    {home}",
+        f"  data:    {home}/data",
+        f"  logs:    {home}/logs",
+        f"  socket:  {info['socket']}",
+    ]
+    if info.get("tcp"):
+        lines.append(f"  tcp:     {info['tcp']}")
+    if viewer_url:
+        lines.append(f"  viewer:  {viewer_url}")
+    lines.append(
+        f"  stop:    Ctrl-C here, or `kill -TERM {os.getpid()}` (finishes in-flight calls)"
+    )
+    return "\n".join(lines)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -154,14 +178,48 @@ async def _health(args: argparse.Namespace) -> dict[str, Any]:
         return asdict(await core.health())
 
 
+def health_lines(data: dict[str, Any]) -> list[str]:
+    """``stratamem health`` on a terminal: one fact per line (``--json`` prints the object)."""
+    ns = data.get("namespace") or {}
+    llm, emb = data.get("llm") or {}, data.get("embedder") or {}
+
+    def model(m: dict[str, Any]) -> str:
+        if m.get("provider") in (None, "", "none"):
+            return "none"
+        state = "available" if m.get("available") else "unavailable"
+        if m.get("last_error"):
+            state += f", last error: {m['last_error']}"
+        dim = f", {m['dimension']} dims" if m.get("dimension") else ""
+        return f"{m['provider']} {m.get('model') or '-'}{dim} ({state})"
+
+    counts = ", ".join(f"{k} {v}" for k, v in sorted((data.get("counts") or {}).items()))
+    mode = data.get("mode", "")
+    return [
+        f"status:    {'ok' if data.get('ok') else 'UNHEALTHY'}",
+        f"version:   {data.get('version', '')}",
+        f"home:      {data.get('home', '')}",
+        f"mode:      {mode}" + (f" ({data['mode_reason']})" if data.get("mode_reason") else ""),
+        f"namespace: {ns.get('agent_kind', '?')}/{ns.get('profile_id', '?')}" if ns else "",
+        f"embedder:  {model(emb)}",
+        f"llm:       {model(llm)}",
+        f"backlog:   {data.get('journal_backlog', 0)} journal entries not yet applied",
+        f"memories:  {counts or 'none'}",
+        f"uptime:    {int(data.get('uptime_ms', 0)) // 1000} s",
+    ]
+
+
+@reads_home
 def run_health(args: argparse.Namespace) -> int:
-    """Print the core's health as JSON; exit 0 when healthy, 1 otherwise."""
+    """Print the core's health (readable, or JSON with ``--json``); exit 0 when healthy, else 1."""
     try:
         data = asyncio.run(_health(args))
     except StratamemError as err:
         print(f"stratamem health: unhealthy: {err}", file=sys.stderr)
         return 1
-    print(json.dumps(data, default=str))
+    if getattr(args, "json", False):
+        print(json.dumps(data, default=str))
+    else:
+        print("\n".join(line for line in health_lines(data) if line))
     return 0 if data.get("ok") else 1
 
 

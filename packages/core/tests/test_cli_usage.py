@@ -1,0 +1,188 @@
+"""The CLI as a newcomer meets it, through the installed ``stratamem`` entry point (a subprocess):
+options before or after the command, a mistyped home is an error, a host's memories are found
+without knowing its namespace, the ingest format is in ``--help``, errors read cleanly in a log,
+``serve`` says where things live and how to stop it, ``health`` reads on a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+STRATAMEM = str(Path(sys.executable).with_name("stratamem"))
+HERMES = {"agent_kind": "hermes", "profile_id": "default"}
+TURNS = [
+    {
+        "session": "s1",
+        "user": "My sister Alice lives in Lisbon and works as a marine biologist.",
+        "assistant": "Noted: Alice is a marine biologist in Lisbon.",
+        "ts": 1_700_000_000_000,
+        "namespace": HERMES,
+    },
+    {
+        "session": "s2",
+        "user": "Deploy the api with docker compose",
+        "assistant": "Deployed the api.",
+        "ts": 1_700_000_100_000,
+        "namespace": HERMES,
+    },
+]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAMEM_")}
+    return {**env, "STRATAMEM_EMBEDDING__PROVIDER": "none"}
+
+
+def cli(*argv: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [STRATAMEM, *argv], env=_env(), capture_output=True, text=True, timeout=300
+    )
+    if check is not None:
+        assert done.returncode == check, (argv, done.returncode, done.stdout, done.stderr)
+    return done
+
+
+def _jsonl(path: Path, turns: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def hermes_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home whose memories are all in ``hermes/default`` (as the Hermes adapter writes them)."""
+    root = tmp_path_factory.mktemp("cli")
+    home = root / "home"
+    cli("ingest", str(_jsonl(root / "t.jsonl", TURNS)), "--home", str(home))
+    return home
+
+
+def test_global_options_work_before_or_after_the_command(hermes_home: Path) -> None:
+    before = cli(
+        "--home", str(hermes_home), "--namespace", "hermes/default", "--json", "search", "sister"
+    )
+    after = cli(
+        "search", "sister", "--namespace", "hermes/default", "--home", str(hermes_home), "--json"
+    )
+    hits = json.loads(after.stdout)["hits"]
+    assert hits and "Lisbon" in hits[0]["snippet"]
+    assert json.loads(before.stdout)["hits"] == hits
+
+
+def test_search_on_a_host_home_finds_memories_in_every_namespace_and_names_them(
+    hermes_home: Path,
+) -> None:
+    text = cli("--home", str(hermes_home), "search", "where does my sister live")
+    first = text.stdout.splitlines()[0]
+    assert "hermes/default" in first and "Lisbon" in text.stdout
+    data = json.loads(cli("search", "sister", "--home", str(hermes_home), "--json").stdout)
+    assert data["namespaces"] == ["hermes/default"]
+    assert data["hits"][0]["namespace"] == "hermes/default"
+    # an explicit namespace still isolates
+    other = cli("search", "sister", "--home", str(hermes_home), "--namespace", "cli/default")
+    assert other.stdout == "" and "no memories found (searched cli/default)" in other.stderr
+
+
+def test_search_json_does_not_name_the_agents_tools(hermes_home: Path) -> None:
+    out = cli("search", "deploy the api", "--home", str(hermes_home), "--json").stdout
+    assert json.loads(out)["hits"]
+    assert "memos_" not in out
+
+
+def test_timeline_and_export_find_the_host_namespace(hermes_home: Path) -> None:
+    done = cli("export", "--home", str(hermes_home))
+    traces = json.loads(done.stdout)["traces"]
+    assert len(traces) == 2 and "hermes/default" in done.stderr
+    episode = traces[0]["episode_id"]
+    shown = cli("timeline", episode, "--home", str(hermes_home))
+    assert "is in namespace hermes/default" in shown.stderr and "[user]" in shown.stdout
+    missing = cli("timeline", "ep_nope", "--home", str(hermes_home), check=1)
+    assert "cli/default, hermes/default" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["search", "x"], ["timeline", "ep_x"], ["export"], ["health"], ["doctor"]]
+)
+def test_read_commands_on_a_missing_home_fail_clearly_and_create_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    typo = tmp_path / "no-such-home"
+    done = cli(*command, "--home", str(typo), check=2)
+    assert f"no Stratamem home at {typo}" in done.stderr and "--create" in done.stderr
+    assert not typo.exists()
+
+
+def test_create_makes_the_missing_home(tmp_path: Path) -> None:
+    home = tmp_path / "new-home"
+    done = cli("search", "anything", "--home", str(home), "--create")
+    assert "no memories found" in done.stderr
+    assert (home / "data").is_dir()
+
+
+def test_ingest_help_documents_the_format_with_an_example_that_ingests(tmp_path: Path) -> None:
+    help_text = cli("ingest", "--help").stdout
+    for key in ("session", "user", "assistant", "ts", "tool_calls", "namespace"):
+        assert re.search(rf"^\s+{key}\s", help_text, re.M), key
+    example = [ln.strip() for ln in help_text.splitlines() if ln.strip().startswith('{"session"')]
+    assert len(example) == 2
+    src = tmp_path / "turns.jsonl"
+    src.write_text("\n".join(example) + "\n", encoding="utf-8")
+    done = cli("ingest", str(src), "--home", str(tmp_path / "h"))
+    assert "ingested 2 of 2 lines (0 bad)" in done.stderr
+
+
+def test_import_of_a_jsonl_file_points_to_ingest(tmp_path: Path) -> None:
+    src = _jsonl(tmp_path / "turns.jsonl", TURNS)
+    done = cli("import", str(src), "--home", str(tmp_path / "h"), check=2)
+    assert f"use `stratamem ingest {src}`" in done.stderr
+
+
+def test_without_a_terminal_errors_have_no_blank_lines(tmp_path: Path) -> None:
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps(TURNS[0]) + "\nnot json\n" + '{"x": 1}\n', encoding="utf-8")
+    done = cli("ingest", str(src), "--home", str(tmp_path / "h"), check=1)
+    lines = done.stderr.splitlines()
+    assert "" not in lines, done.stderr
+    assert [ln.split(":")[0] for ln in lines if ln.startswith("line ")] == ["line 2", "line 3"]
+
+
+def test_health_reads_on_a_terminal_and_is_json_with_the_flag(hermes_home: Path) -> None:
+    text = cli("health", "--home", str(hermes_home)).stdout
+    assert text.splitlines()[0] == "status:    ok"
+    assert f"home:      {hermes_home}" in text and "traces 2" in text
+    data = json.loads(cli("--json", "health", "--home", str(hermes_home)).stdout)
+    assert data["ok"] is True and data["counts"]["traces"] == 2
+
+
+def test_serve_says_where_data_and_logs_live_and_how_to_stop(tmp_path: Path) -> None:
+    home = tmp_path / "served"
+    proc = subprocess.Popen(
+        [STRATAMEM, "serve", "--home", str(home)],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        ready = json.loads(proc.stdout.readline())  # blocks until serve is up (or exits)
+        assert ready["ready"] is True
+        deadline = time.monotonic() + 60
+        while not (home / "run" / "serve.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert proc.returncode == 0, err
+    assert f"data:    {home}/data" in err and f"logs:    {home}/logs" in err
+    assert "Ctrl-C" in err and f"kill -TERM {proc.pid}" in err
