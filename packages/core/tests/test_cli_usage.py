@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,12 +57,15 @@ def _jsonl(path: Path, turns: list[dict[str, object]]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def hermes_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def hermes_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A home whose memories are all in ``hermes/default`` (as the Hermes adapter writes them)."""
+    from stratamem.contract.hostkit.client import stop_service
+
     root = tmp_path_factory.mktemp("cli")
     home = root / "home"
     cli("ingest", str(_jsonl(root / "t.jsonl", TURNS)), "--home", str(home))
-    return home
+    yield home
+    stop_service(home, 20)  # the commands' resident service
 
 
 def test_global_options_work_before_or_after_the_command(hermes_home: Path) -> None:
