@@ -93,3 +93,10 @@ def test_defaults_are_filled_and_integral_floats_accepted() -> None:
 )
 def test_max_results_fills_unset_tiers(args: dict[str, Any], top_k: TopK | None) -> None:
     assert tools.search_top_k(args) == top_k
+
+
+def test_tool_call_arguments_are_decoded_when_json_and_kept_otherwise() -> None:
+    assert tools.parse_arguments('{"query": "x"}') == {"query": "x"}
+    assert tools.parse_arguments("not json") == "not json"
+    assert tools.parse_arguments({"a": 1}) == {"a": 1}
+    assert tools.parse_arguments(None) is None

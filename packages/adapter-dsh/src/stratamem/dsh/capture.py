@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stratamem.contract.dtos import ToolCall, ToolOutcome, TurnInput, TurnResult
+from stratamem.contract.hostkit.tools import parse_arguments
 from stratamem.dsh.host_api import (
     AGENT,
     ASSISTANT_MESSAGE,
@@ -105,15 +106,6 @@ def _result_text(content: Any) -> str:
     return "\n".join(o for o in out if o)
 
 
-def _parse_args(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
 def _tool_result(data: dict[str, Any]) -> tuple[str | None, str, bool]:
     """(callId, output text, is error) of a ``tool/result`` event."""
     message = data.get("message") or {}
@@ -157,7 +149,7 @@ def plan_capture(record: TurnRecord) -> CapturePlan | None:
                 tools[call_id] = _Tool(
                     call_id,
                     str(data.get("name") or "tool"),
-                    _parse_args(data.get("arguments")),
+                    parse_arguments(data.get("arguments")),
                     started_at=time_ms or None,
                 )
         elif etype == TOOL_RESULT:

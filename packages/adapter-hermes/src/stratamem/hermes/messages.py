@@ -5,11 +5,11 @@ The turn is located by its user text, so messages of a later turn appended to th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from stratamem.contract.dtos import ToolCall
+from stratamem.contract.hostkit.tools import parse_arguments
 
 
 def _text(content: Any) -> str:
@@ -46,15 +46,6 @@ def turn_slice(messages: Sequence[dict[str, Any]], user_text: str) -> list[dict[
     return out
 
 
-def _args(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
 def extract_turn(
     messages: Sequence[dict[str, Any]] | None, user_text: str
 ) -> tuple[tuple[ToolCall, ...], str | None]:
@@ -84,13 +75,13 @@ def extract_turn(
             output = _text(result.get("content")) if result else None
             error = None
             if output and output.lstrip().startswith("{"):
-                parsed = _args(output)
+                parsed = parse_arguments(output)
                 if isinstance(parsed, dict) and parsed.get("error"):
                     error = "tool_error"
             calls.append(
                 ToolCall(
                     name=str(fn.get("name") or tc.get("name") or "unknown"),
-                    input=_args(fn.get("arguments")),
+                    input=parse_arguments(fn.get("arguments")),
                     output=output,
                     error_code=error,
                     tool_call_id=call_id,

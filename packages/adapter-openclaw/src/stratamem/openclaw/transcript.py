@@ -7,12 +7,12 @@ roles are dropped, never coerced to user.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stratamem.contract.dtos import ToolCall
+from stratamem.contract.hostkit.tools import parse_arguments
 from stratamem.openclaw.envelope import strip_envelope, strip_injected_blocks
 
 #: OpenClaw's Tool Search bridge: the model calls ``tool_call`` with ``{id: <tool>, args: {...}}``.
@@ -48,15 +48,6 @@ def content_text(content: Any) -> str:
 def _ts(message: Mapping[str, Any]) -> int | None:
     value = message.get("timestamp")
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _parse_args(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
 
 
 def _unbridge(name: str, arguments: Any) -> tuple[str, Any]:
@@ -96,7 +87,7 @@ class _Builder:
     pending_thinking: list[str] = field(default_factory=list)
 
     def call(self, name: str, arguments: Any, call_id: str | None, ts: int | None) -> None:
-        name, arguments = _unbridge(name, _parse_args(arguments))
+        name, arguments = _unbridge(name, parse_arguments(arguments))
         self.calls.append(
             _Pending(
                 name=name or "unknown",

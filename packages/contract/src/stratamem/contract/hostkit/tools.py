@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -208,6 +209,16 @@ class ToolResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"text": self.text, **self.details}
+
+
+def parse_arguments(raw: Any) -> Any:
+    """A tool call's arguments as a host reports them: JSON text decoded, anything else as it is."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
 
 
 def clip(text: str, limit: int) -> str:
