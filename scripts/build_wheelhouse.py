@@ -4,6 +4,7 @@ Each wheel is built from its sdist (``uv build``'s default), which proves every 
 (the contract's carries ``proto/``). Usage: ``python scripts/build_wheelhouse.py OUT``;
 ``--with-deps`` also downloads every third-party dependency (pip download, this platform) so that
 ``pip install --no-index --find-links OUT stratamem-<host>`` works on a machine without an index.
+Progress (one line per step, with its time) goes to stderr; the artifact names to stdout.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,16 +40,23 @@ def clean(out: Path) -> None:
             path.unlink()
 
 
+def progress(message: str) -> None:
+    print(f"build_wheelhouse: {message}", file=sys.stderr, flush=True)
+
+
 def build(out: Path, packages: tuple[str, ...] = PACKAGES) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     clean(out)
     uv = uv_binary()
-    for name in packages:
+    for i, name in enumerate(packages, 1):
+        started = time.monotonic()
+        progress(f"[{i}/{len(packages)}] building {name} (sdist, then the wheel from it) ...")
         subprocess.run(
             [uv, "build", "--quiet", "--sdist", "--wheel", "--out-dir", str(out)],
             cwd=REPO / "packages" / name,
             check=True,
         )
+        progress(f"[{i}/{len(packages)}] {name} done in {time.monotonic() - started:.1f} s")
     return sorted(p for p in out.iterdir() if p.name.startswith(DIST_PREFIXES))
 
 
@@ -71,10 +80,24 @@ def third_party_requirements(wheels: list[Path]) -> list[str]:
 
 def download_deps(out: Path, wheels: list[Path]) -> None:
     reqs = third_party_requirements(wheels)
+    started = time.monotonic()
+    progress(f"downloading {len(reqs)} third-party requirements and their dependencies (pip) ...")
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(out), *reqs],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--progress-bar",
+            "off",
+            "--dest",
+            str(out),
+            *reqs,
+        ],
         check=True,
+        stdout=sys.stderr,  # pip's "Saved ..." lines are progress too; stdout lists our artifacts
     )
+    progress(f"third-party wheels done in {time.monotonic() - started:.1f} s")
 
 
 def main(argv: list[str] | None = None) -> int:

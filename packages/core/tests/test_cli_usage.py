@@ -189,4 +189,15 @@ def test_serve_says_where_data_and_logs_live_and_how_to_stop(tmp_path: Path) -> 
             proc.wait(30)
     assert proc.returncode == 0, err
     assert f"data:    {home}/data" in err and f"logs:    {home}/logs" in err
-    assert "Ctrl-C" in err and f"kill -TERM {proc.pid}" in err
+    assert "Ctrl-C" in err and f"stratamem stop --home {home}" in err
+    assert f"kill -TERM {proc.pid}" in err
+
+
+def test_the_readmes_jsonl_example_ingests(tmp_path: Path) -> None:
+    readme = Path(__file__).resolve().parents[3] / "README.md"
+    block = re.search(r"```jsonl\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
+    assert block is not None, "the root README documents the ingest format with an example"
+    src = tmp_path / "turns.jsonl"
+    src.write_text(block.group(1), encoding="utf-8")
+    done = cli("ingest", str(src), "--home", str(tmp_path / "h"))
+    assert "ingested 2 of 2 lines" in done.stderr and "0 bad" in done.stderr

@@ -152,7 +152,8 @@ def serve_banner(home: Any, info: dict[str, Any], viewer_url: str | None) -> str
     if viewer_url:
         lines.append(f"  viewer:  {viewer_url}")
     lines.append(
-        f"  stop:    Ctrl-C here, or `kill -TERM {os.getpid()}` (finishes in-flight calls)"
+        f"  stop:    Ctrl-C here, `stratamem stop --home {home}`, or `kill -TERM {os.getpid()}`"
+        " (each finishes in-flight calls first)"
     )
     return "\n".join(lines)
 
