@@ -12,6 +12,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from stratamem.contract.hostkit import spool as module
 from stratamem.contract.hostkit.spool import Spool, record_name
 
 WRITER = textwrap.dedent(
@@ -123,3 +126,15 @@ def test_a_claim_held_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
         sleeper.kill()
         sleeper.wait(10)
     assert [r.key for r in spool.claim()] == ["b:1"]  # its owner died: taken back
+
+
+def test_the_memory_of_consumed_keys_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(module, "DONE_KEEP", 3)
+    spool = Spool(tmp_path)
+    for i in range(5):
+        spool.put({"key": f"k:{i}"})
+    for rec in spool.claim():
+        spool.consumed(rec)
+    assert list(spool.done) == ["k:2", "k:3", "k:4"]

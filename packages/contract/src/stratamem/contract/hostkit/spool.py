@@ -34,6 +34,8 @@ TEMP_SUFFIX = ".tmp"
 DEAD_DIR = "dead"
 #: a temp file this old belongs to a writer that died before acknowledging it
 STALE_TEMP_S = 600.0
+#: how many consumed keys ``done`` remembers (newest kept; the core's turn keys are the real guard)
+DONE_KEEP = 10_000
 
 
 def record_name(key: str) -> str:
@@ -73,7 +75,7 @@ class Spool:
     def __init__(self, directory: Path) -> None:
         self.dir = Path(directory)
         self._lock = threading.Lock()
-        #: keys this process consumed, with their outcome (captured, skipped, failed, duplicate)
+        #: keys this process consumed lately, with their outcome (captured, skipped, failed, duplicate)
         self.done: dict[str, str] = {}
 
     # ------------------------------------------------------------------ write
@@ -162,10 +164,16 @@ class Spool:
         return out
 
     # ------------------------------------------------------------------ outcome
+    def _remember(self, key: str, status: str) -> None:
+        self.done.pop(key, None)
+        self.done[key] = status
+        while len(self.done) > DONE_KEEP:
+            del self.done[next(iter(self.done))]
+
     def consumed(self, record: SpoolRecord, status: str = "captured") -> None:
         """The record is applied (or needs no applying): delete it."""
         with self._lock:
-            self.done[record.key] = status
+            self._remember(record.key, status)
             record.path.unlink(missing_ok=True)
 
     def release(self, record: SpoolRecord) -> None:
@@ -176,7 +184,7 @@ class Spool:
     def set_aside(self, record: SpoolRecord, status: str = "failed") -> None:
         """It can never apply (a permanent error): kept in ``dead/``, out of the way."""
         with self._lock:
-            self.done[record.key] = status
+            self._remember(record.key, status)
             self._to_dead(record.path)
 
     def _to_dead(self, path: Path) -> None:
