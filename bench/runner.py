@@ -162,7 +162,12 @@ def write(res: dict[str, Any], out: Path) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     j, m = out / "report.json", out / "report.md"
     j.write_text(json.dumps(res, indent=2, default=str) + "\n", encoding="utf-8")
-    m.write_text(render(res), encoding="utf-8")
+    md = render(res)
+    from bench.plot import PNG, write_plot
+
+    if write_plot(res, out / PNG) is not None:
+        md += f"\n## Latency vs traces\n\n![latency vs traces, engine and baselines]({PNG})\n"
+    m.write_text(md, encoding="utf-8")
     return j, m
 
 
