@@ -56,7 +56,7 @@ def stratamem_home(
     hermes_home: str | os.PathLike[str], env: Mapping[str, str] | None = None
 ) -> Path:
     """``$STRATAMEM_HOME`` if set, else ``<hermes_home>/stratamem`` (DESIGN.md §2)."""
-    from stratamem.core.home import resolve_home
+    from stratamem.contract.hostkit.home import resolve_home
 
     env = os.environ if env is None else env
     merged = {k: v for k, v in env.items() if k == "STRATAMEM_HOME"}

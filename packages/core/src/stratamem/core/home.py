@@ -2,36 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.home import resolve_home
 
-_HOST_DEFAULTS: dict[str, tuple[str | None, str]] = {
-    "openclaw": (None, "~/.openclaw"),
-    "hermes": ("HERMES_HOME", "~/.hermes"),
-    "dsh": ("DSH_HOME", "~/.dsh"),
-}
-
-
-def resolve_home(
-    explicit: str | os.PathLike[str] | None = None,
-    host: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> Path:
-    """Explicit path, else ``$STRATAMEM_HOME``, else the host's default, else ``~/.stratamem``."""
-    env = os.environ if env is None else env
-    if explicit:
-        return Path(explicit).expanduser().absolute()
-    if env.get("STRATAMEM_HOME"):
-        return Path(env["STRATAMEM_HOME"]).expanduser().absolute()
-    if host in _HOST_DEFAULTS:
-        var, default = _HOST_DEFAULTS[host]
-        base = env.get(var) if var else None
-        root = Path(base).expanduser() if base else Path(default).expanduser()
-        return (root / "stratamem").absolute()
-    return Path("~/.stratamem").expanduser().absolute()
+__all__ = ["prepare_home", "resolve_home"]
 
 
 def prepare_home(home: Path) -> Path:

@@ -1,0 +1,33 @@
+"""Where a runtime home lives (DESIGN.md §2): one rule for the core, the CLI and every adapter."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+#: host -> (environment variable naming the host's home, the host's default home)
+HOST_DEFAULTS: dict[str, tuple[str | None, str]] = {
+    "openclaw": (None, "~/.openclaw"),
+    "hermes": ("HERMES_HOME", "~/.hermes"),
+    "dsh": ("DSH_HOME", "~/.dsh"),
+}
+
+
+def resolve_home(
+    explicit: str | os.PathLike[str] | None = None,
+    host: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Path:
+    """Explicit path, else ``$STRATAMEM_HOME``, else the host's default, else ``~/.stratamem``."""
+    env = os.environ if env is None else env
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    if env.get("STRATAMEM_HOME"):
+        return Path(env["STRATAMEM_HOME"]).expanduser().absolute()
+    if host in HOST_DEFAULTS:
+        var, default = HOST_DEFAULTS[host]
+        base = env.get(var) if var else None
+        root = Path(base).expanduser() if base else Path(default).expanduser()
+        return (root / "stratamem").absolute()
+    return Path("~/.stratamem").expanduser().absolute()
