@@ -31,8 +31,14 @@ FACT = "The spare key to the boathouse hangs behind the barometer."
 QUESTION = "Where is the spare boathouse key kept?"
 
 
+#: children run as on a user's machine: bytecode caches written once and reused (a CI or sandbox
+#: shell may set PYTHONDONTWRITEBYTECODE, which would recompile every module in every process)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _child_cpu(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """(wall s, user+sys CPU s) of one child process."""
+    env = ENV if env is None else env
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
@@ -62,6 +68,7 @@ def _imports(repeat: int) -> dict[str, Any]:
     }
     out: dict[str, Any] = {}
     for name, code in cases.items():
+        _child_cpu([py, "-c", code])  # warm-up: bytecode caches
         cpu = [_child_cpu([py, "-c", code])[1] for _ in range(repeat)]
         out[name] = {"cpu": _summary(cpu)}
     base = out["bare_python"]["cpu"]["p50_ms"]
@@ -71,16 +78,26 @@ def _imports(repeat: int) -> dict[str, Any]:
     return out
 
 
-def _ingest_fact(home: Path) -> None:
+def _ingest_fact(home: Path, namespace: str = "cli/default") -> None:
     src = home.parent / f"{home.name}-fact.jsonl"
     src.write_text(
         json.dumps({"session": "s1", "user": FACT, "assistant": "Noted.", "ts": 1_700_000_000_000})
         + "\n"
     )
     done = subprocess.run(
-        [STRATAMEM, "--home", str(home), "ingest", str(src), "--no-progress"],
+        [
+            STRATAMEM,
+            "--home",
+            str(home),
+            "--namespace",
+            namespace,
+            "ingest",
+            str(src),
+            "--no-progress",
+        ],
         capture_output=True,
         text=True,
+        env=ENV,
         timeout=900,
     )
     if done.returncode != 0:
@@ -101,6 +118,7 @@ def _search_argv(home: Path) -> list[str]:
 def _cli(tmp: Path, repeat: int, cold: int) -> dict[str, Any]:
     home = tmp / "warm"
     _ingest_fact(home)  # starts the service: warm from here on
+    _child_cpu(_search_argv(home))  # warm-up: bytecode caches
     warm = [_child_cpu(_search_argv(home)) for _ in range(repeat)]
     version = [_child_cpu([STRATAMEM, "--version"])[0] for _ in range(repeat)]
     bare = [_child_cpu([sys.executable, "-c", "pass"])[0] for _ in range(repeat)]
@@ -155,11 +173,11 @@ def _hermes(tmp: Path, repeat: int) -> dict[str, Any]:
     hh.mkdir()
     install.install(hh, python=sys.executable, check_import=False)
     home = hh / "stratamem"
-    _ingest_fact(home)
-    env = {**os.environ, "HERMES_HOME": str(hh), "HERMES_DISABLE_LAZY_INSTALLS": "1"}
+    _ingest_fact(home, "hermes/default")  # the namespace the provider recalls from
+    env = {**ENV, "HERMES_HOME": str(hh), "HERMES_DISABLE_LAZY_INSTALLS": "1"}
     env.pop("STRATAMEM_HOME", None)
     runs = []
-    for _ in range(repeat):
+    for i in range(repeat + 1):  # the first run writes bytecode caches; not counted
         done = subprocess.run(
             [sys.executable, "-c", HERMES_CHILD, QUESTION, "barometer"],
             capture_output=True,
@@ -169,7 +187,8 @@ def _hermes(tmp: Path, repeat: int) -> dict[str, Any]:
         )
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-2000:])
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        if i:
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     _stop(home)
     return {
         "first_prefetch": _summary([r["prefetch_s"] for r in runs]),
