@@ -16,6 +16,7 @@ from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit import jsplugin, tools
+from stratamem.contract.hostkit.home import socket_path_for
 from stratamem.openclaw.json5edit import Json5Document
 
 PLUGIN_ID = "stratamem"
@@ -75,8 +76,6 @@ def start_command(home: Path) -> list[str]:
 
 
 def socket_for(home: Path) -> str:
-    from stratamem.core.server.sockets import socket_path_for
-
     return str(socket_path_for(home))
 
 

@@ -8,7 +8,7 @@ import path from 'node:path'
 
 const MAX_SOCKET_PATH_BYTES = 107
 
-/** Mirrors stratamem.core.server.sockets.socket_path_for. */
+/** Mirrors stratamem.contract.hostkit.home.socket_path_for. */
 export function socketPathFor(home) {
   const natural = path.join(home, 'run', 'stratamem.sock')
   if (Buffer.byteLength(natural) <= MAX_SOCKET_PATH_BYTES) return natural

@@ -1,8 +1,11 @@
-"""Where a runtime home lives (DESIGN.md §2): one rule for the core, the CLI and every adapter."""
+"""Where a runtime home lives (DESIGN.md §2) and where its Unix socket is: one rule for the core, the
+CLI and every adapter (the JS plugins mirror ``socket_path_for``)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,3 +34,20 @@ def resolve_home(
         root = Path(base).expanduser() if base else Path(default).expanduser()
         return (root / "stratamem").absolute()
     return Path("~/.stratamem").expanduser().absolute()
+
+
+#: Longest socket path (bytes) the kernel accepts, without the terminating NUL (``sun_path`` is 108).
+MAX_SOCKET_PATH_BYTES = 107
+
+
+def run_dir(home: Path) -> Path:
+    return Path(home) / "run"
+
+
+def socket_path_for(home: Path, name: str = "stratamem.sock") -> Path:
+    """The home's socket path; a short, home-specific temp path when the natural one is too long."""
+    natural = run_dir(home) / name
+    if len(os.fsencode(str(natural))) <= MAX_SOCKET_PATH_BYTES:
+        return natural
+    digest = hashlib.sha256(os.fsencode(str(Path(home).absolute()))).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"stratamem-{digest}.sock"

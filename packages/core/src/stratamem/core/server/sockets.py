@@ -6,28 +6,21 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import socket
 import stat
-import tempfile
 from pathlib import Path
 
-#: Longest socket path (bytes) the kernel accepts, without the terminating NUL.
-MAX_SOCKET_PATH_BYTES = 107
+from stratamem.contract.hostkit.home import MAX_SOCKET_PATH_BYTES, run_dir, socket_path_for
 
-
-def run_dir(home: Path) -> Path:
-    return Path(home) / "run"
-
-
-def socket_path_for(home: Path, name: str = "stratamem.sock") -> Path:
-    """The home's socket path; a short, home-specific temp path when the natural one is too long."""
-    natural = run_dir(home) / name
-    if len(os.fsencode(str(natural))) <= MAX_SOCKET_PATH_BYTES:
-        return natural
-    digest = hashlib.sha256(os.fsencode(str(Path(home).absolute()))).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"stratamem-{digest}.sock"
+__all__ = [
+    "MAX_SOCKET_PATH_BYTES",
+    "clear_stale",
+    "remove",
+    "restrict",
+    "run_dir",
+    "socket_path_for",
+]
 
 
 def _is_live(path: Path) -> bool:
