@@ -201,3 +201,12 @@ def test_the_readmes_jsonl_example_ingests(tmp_path: Path) -> None:
     src.write_text(block.group(1), encoding="utf-8")
     done = cli("ingest", str(src), "--home", str(tmp_path / "h"))
     assert "ingested 2 of 2 lines" in done.stderr and "0 bad" in done.stderr
+
+
+def test_doctor_gets_table_statistics_from_the_running_service(hermes_home: Path) -> None:
+    """The CLI is a thin client of the home's service; only that process may open the store, so it
+    answers for it (it used to say "table statistics are available in its process")."""
+    report = json.loads(cli("doctor", "--home", str(hermes_home)).stdout)
+    assert report["tables"]["traces"]["rows"] == 2
+    assert report["sqlite_bytes"] > 0
+    assert "note" not in report

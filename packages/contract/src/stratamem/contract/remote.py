@@ -211,6 +211,12 @@ class RemoteCore:
     async def health(self) -> Health:
         return codec.decode(await self._call("Health", m.HealthRequest()), Health)
 
+    async def storage_stats(self) -> dict[str, Any]:
+        """The owner's storage figures (``stratamem doctor``); the home's owner only."""
+        res = await self._call("StorageStats", m.StorageStatsRequest())
+        data: dict[str, Any] = json.loads(res.stats_json or "{}")
+        return data
+
     async def flush(self, timeout_s: float | None = None) -> FlushResult:
         req = m.FlushRequest() if timeout_s is None else m.FlushRequest(timeout_s=timeout_s)
         timeout = None if timeout_s is None else timeout_s + 5.0

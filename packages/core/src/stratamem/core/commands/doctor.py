@@ -1,6 +1,7 @@
 """``stratamem doctor``: storage health of a home — rows, fragments, versions, unindexed rows, bytes.
 
-Reads the store directly when no server owns the home; otherwise asks the owner through ``health``.
+Reads the store directly when it owns the home (``--offline``); otherwise the resident service
+answers for its own store (the ``StorageStats`` RPC), since only the owning process may open it.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ async def collect(core: Any) -> dict[str, Any]:
         report["tables"] = await store.stats()
         data = core.home / "data"
         report["sqlite_bytes"] = sum(p.stat().st_size for p in data.glob("stratamem.db*"))
-    else:
-        report["tables"] = None
-        report["note"] = "a server owns this home; table statistics are available in its process"
+    elif hasattr(core, "storage_stats"):  # a service owns the home: it reads its own store
+        stats = await core.storage_stats()
+        report["tables"] = stats.get("tables")
+        report["sqlite_bytes"] = stats.get("sqlite_bytes")
     return report
 
 

@@ -11,6 +11,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -107,6 +108,20 @@ class MemoryServicer:
     # -- lifecycle
     async def Health(self, req: m.HealthRequest, call: Call) -> Any:
         return _p(await self.core.health())
+
+    async def StorageStats(self, req: m.StorageStatsRequest, call: Call) -> Any:
+        """``doctor``'s table statistics, read in the owning process (the only one with the store)."""
+        if not call.principal.unrestricted:
+            raise StratamemError(ErrorCode.PERMISSION_DENIED, "storage statistics need the owner")
+        stats: dict[str, Any] = {"tables": None, "sqlite_bytes": None}
+        store = getattr(self.core, "store", None)
+        if store is not None:
+            stats["tables"] = await store.stats()
+        home = getattr(self.core, "home", None)
+        if home is not None:
+            data = Path(home) / "data"
+            stats["sqlite_bytes"] = sum(p.stat().st_size for p in data.glob("stratamem.db*"))
+        return m.StorageStatsResponse(stats_json=json.dumps(stats, default=str))
 
     async def Flush(self, req: m.FlushRequest, call: Call) -> Any:
         timeout = _opt(req, "timeout_s")
