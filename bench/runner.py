@@ -150,7 +150,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         small = args.size == "small"
         _log("startup: thin-client imports, fresh-process search, cold start, new Hermes process")
-        res["startup"] = await asyncio.to_thread(run_startup, 5 if small else 10, 1 if small else 3)
+        res["startup"] = await asyncio.to_thread(run_startup, 3 if small else 10, 1 if small else 3)
     res["load_avg_end"] = machine.load_average()
     res["notes"] = notes
     return res
