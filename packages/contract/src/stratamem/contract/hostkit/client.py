@@ -236,6 +236,18 @@ def _start_once(home: Path, argv: Sequence[str] | None) -> int | None:
         os.close(fd)
 
 
+def _last_log_line(home: Path) -> str:
+    """The service's last words (its start-up error), for the client's error message."""
+    try:
+        with open(home / "logs" / SERVE_LOG, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 2000))
+            lines = [x for x in f.read().decode("utf-8", "replace").splitlines() if x.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][-300:] if lines else "no output"
+
+
 def ensure_service(
     home: str | os.PathLike[str],
     budget_s: float = DEFAULT_START_BUDGET_S,
@@ -261,8 +273,8 @@ def ensure_service(
                 if code != EXIT_OWNED:  # 3: another server won the race; wait for it
                     raise StratamemError(
                         ErrorCode.TRANSPORT_CLOSED,
-                        f"stratamem serve for home {path} exited with {code}; "
-                        f"see {path / 'logs' / SERVE_LOG}",
+                        f"stratamem serve for home {path} exited with {code}: "
+                        f"{_last_log_line(path)} (see {path / 'logs' / SERVE_LOG})",
                         {"home": str(path), "exit_code": code},
                     )
                 started = None

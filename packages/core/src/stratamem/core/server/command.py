@@ -65,6 +65,9 @@ async def serve(args: argparse.Namespace) -> int:
             _owned_message(home, owner.get("pid", "unknown"), owner.get("socket")), file=sys.stderr
         )
         return EXIT_OWNED
+    from stratamem.core.config.loader import load_config
+
+    load_config(home)  # a bad config.yaml answers config_invalid before the engine is imported
     from stratamem.core.local import open_local_core
     from stratamem.core.server.app import ServeOptions, Service
     from stratamem.core.server.idle import exit_when_idle
