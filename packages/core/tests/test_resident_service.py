@@ -287,3 +287,12 @@ def test_owner_sigkilled_mid_ingest_loses_nothing_and_duplicates_nothing(
     texts = _stored_user_texts(home)
     assert len(texts) == 300 and len(set(texts)) == 300
     stop_services(tmp_path)
+
+
+def test_a_service_that_exits_at_start_is_named_with_its_reason(tmp_path: Path) -> None:
+    home = _home(tmp_path, extra="server:\n  idle_exit_s: soon\n")  # config_invalid: serve exits 2
+    with pytest.raises(StratamemError) as err:
+        ensure_service(home, 120)
+    assert err.value.code is ErrorCode.TRANSPORT_CLOSED
+    assert err.value.details["exit_code"] == 2 and "config_invalid" in err.value.message
+    assert owner_record(home) is None
