@@ -8,12 +8,13 @@ import shutil
 import subprocess
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
 import pytest
 
-from stratamem.contract.dtos import ListQuery, Namespace, RetrievalQuery, TurnResult
+from stratamem.contract.dtos import ListQuery, Namespace, RetrievalQuery, TurnInput, TurnResult
 from stratamem.contract.errors import StratamemError
 from stratamem.contract.remote import RemoteCore
 from stratamem.core.local import open_local_core
@@ -120,6 +121,28 @@ async def test_a_scoped_token_streams_its_own_namespaces_events_only(service: Se
     bus = service.core.bus  # type: ignore[attr-defined]
     created = [e.payload["trace_id"] for e in bus.recent(0) if e.type == "trace.created"]
     assert created.index(other.trace_id) < created.index(mine.trace_id)
+
+
+async def test_a_scoped_token_cannot_act_inside_another_namespaces_session(
+    service: Service,
+) -> None:
+    async with RemoteCore(f"unix:{service.socket_path}") as owner:
+        ack = await owner.turn_end(_turn(OPENCLAW, "openclaw's own session"))
+    assert service.tcp_address is not None
+    async with RemoteCore(service.tcp_address, token="scoped-token") as remote:
+        hijack = TurnInput(
+            agent="hermes", session_id="s-openclaw", user_text="hijack", ts=1, namespace=HERMES
+        )
+        for call in (remote.turn_start, remote.prepare_turn):
+            with pytest.raises(StratamemError) as err:
+                await call(hijack)
+            assert err.value.code == "permission_denied"
+        with pytest.raises(StratamemError) as err:
+            await remote.turn_end(replace(_turn(HERMES, "hijack"), session_id="s-openclaw"))
+        assert err.value.code == "permission_denied"
+    async with RemoteCore(f"unix:{service.socket_path}") as owner:
+        eps = await owner.list_episodes(ListQuery(include_all_namespaces=True, limit=50))
+        assert [e.id for e in eps] == [ack.episode_id]  # no episode was created in it
 
 
 async def test_socket_clients_are_the_owner_and_may_use_any_namespace(service: Service) -> None:

@@ -178,14 +178,23 @@ class MemoryServicer:
             dto = replace(dto, deadline_at=call.deadline_at(dto.deadline_at))
         return dto
 
+    async def _session_turn(self, req: Any, call: Call, deadline: bool) -> Any:
+        """A session-addressed turn: a scoped token may not act inside another namespace's
+        session (or episode), even naming its own namespace."""
+        dto = self._turn(req, call, deadline)
+        await self._check_row(call, "sessions", dto.session_id)
+        if getattr(dto, "episode_id", None):
+            await self._check_row(call, "episodes", dto.episode_id)
+        return dto
+
     async def TurnStart(self, req: t.TurnInput, call: Call) -> Any:
-        return _p(await self.core.turn_start(self._turn(req, call, True)))
+        return _p(await self.core.turn_start(await self._session_turn(req, call, True)))
 
     async def PrepareTurn(self, req: t.TurnInput, call: Call) -> Any:
-        return _p(await self.core.prepare_turn(self._turn(req, call, False)))
+        return _p(await self.core.prepare_turn(await self._session_turn(req, call, False)))
 
     async def TurnEnd(self, req: t.TurnResult, call: Call) -> Any:
-        return _p(await self.core.turn_end(self._turn(req, call, False)))
+        return _p(await self.core.turn_end(await self._session_turn(req, call, False)))
 
     async def SubmitFeedback(self, req: t.FeedbackInput, call: Call) -> Any:
         dto = _decode(req)
@@ -202,7 +211,9 @@ class MemoryServicer:
         return m.RecordToolOutcomeResponse()
 
     async def RecordSubagentOutcome(self, req: t.SubagentOutcome, call: Call) -> Any:
-        return _p(await self.core.record_subagent_outcome(self._turn(req, call, False)))
+        return _p(
+            await self.core.record_subagent_outcome(await self._session_turn(req, call, False))
+        )
 
     # -- queries
     async def Search(self, req: t.RetrievalQuery, call: Call) -> Any:
