@@ -210,3 +210,15 @@ def test_doctor_gets_table_statistics_from_the_running_service(hermes_home: Path
     assert report["tables"]["traces"]["rows"] == 2
     assert report["sqlite_bytes"] > 0
     assert "note" not in report
+
+
+def test_reembed_logs_one_line_per_table_without_a_terminal(tmp_path: Path) -> None:
+    from stratamem.contract.hostkit.client import stop_service
+
+    home = tmp_path / "h"
+    cli("ingest", str(_jsonl(tmp_path / "t.jsonl", TURNS)), "--home", str(home))
+    stop_service(home, 20)  # reembed rewrites the store itself
+    done = cli("reembed", "--home", str(home))
+    assert "\r" not in done.stderr and "" not in done.stderr.splitlines(), repr(done.stderr)
+    assert "traces: 2/2 re-embedded" in done.stderr
+    assert json.loads(done.stdout)["reembedded"]

@@ -25,6 +25,8 @@ def run(args: argparse.Namespace) -> int:
     from stratamem.core.storage.lock import HomeLock
     from stratamem.core.storage.reembed import reembed_store
 
+    tty = sys.stderr.isatty()
+    bar: list[str] = []  # a \r-updated line is open on the terminal
     try:
         home = prepare_home(resolve_home(getattr(args, "home", None)))
         cfg = load_config(home)
@@ -42,7 +44,11 @@ def run(args: argparse.Namespace) -> int:
             embedder = load_embedder(cfg["embedding"])
 
             def progress(table: str, done: int, total: int) -> None:
-                print(f"\r{table}: {done}/{total}", end="", file=sys.stderr, flush=True)
+                if tty:  # one line updated in place
+                    print(f"\r{table}: {done}/{total}", end="", file=sys.stderr, flush=True)
+                    bar[:] = [table]
+                elif done == total:  # a log gets one line per table, no \r runs
+                    print(f"{table}: {done}/{total} re-embedded", file=sys.stderr, flush=True)
 
             counts = reembed_store(
                 home / "data" / "lance",
@@ -54,9 +60,11 @@ def run(args: argparse.Namespace) -> int:
         finally:
             lock.release()
     except StratamemError as exc:
-        print(f"stratamem: error [{exc.code.value}] {exc.message}", file=sys.stderr)
+        end = "\n" if bar else ""
+        print(f"{end}stratamem: error [{exc.code.value}] {exc.message}", file=sys.stderr)
         return 1
-    print(file=sys.stderr)
+    if bar:
+        print(file=sys.stderr)
     print(
         json.dumps({"reembedded": counts, "model": embedder.model, "dimension": embedder.dimension})
     )
