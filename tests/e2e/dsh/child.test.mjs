@@ -26,7 +26,7 @@ test('the plugin starts the resident service when none answers and leaves it for
   assert.equal(await answers(sock), true)
   const pid = JSON.parse(fs.readFileSync(path.join(home, 'run', 'serve.json'), 'utf8')).pid
   const s = { id: 'child-s', header: {} }
-  const q = userQuery('hello child server')
+  const q = userQuery('remember this: the spare boathouse key hangs behind the barometer')
   const d = await h.preStep({ agent: { id: s.id, session: s }, messages: [q], turn: 1, step: 1, signal: new AbortController().signal }, () => ({ kind: 'enter', messages: [q] }))
   assert.equal(d.messages[0], q)
   h.sessionEvent(s, { type: 'turn/start', seq: 0, time: Date.now(), data: { turn: 1 } })
@@ -40,9 +40,15 @@ test('the plugin starts the resident service when none answers and leaves it for
   // the service outlives this DSH process (its own session and process group); a second DSH joins it
   process.kill(pid, 0)
   assert.equal(await answers(sock), true)
-  const h2 = await createHarness(plugin, { home, command: process.env.STRATAMEM_DSH_COMMAND, startupTimeoutMs: 120000 })
+  const h2 = await createHarness(plugin, { home, command: process.env.STRATAMEM_DSH_COMMAND, startupTimeoutMs: 120000, recallTimeoutMs: 3000 })
   assert.equal(h2.loadError, null)
   assert.equal(JSON.parse(fs.readFileSync(path.join(home, 'run', 'serve.json'), 'utf8')).pid, pid)
+  // the next DSH recalls, in its first step, what the previous one was told
+  const s2 = { id: 'child-s2', header: {} }
+  const q2 = userQuery('where does the spare boathouse key hang')
+  const d2 = await h2.preStep({ agent: { id: s2.id, session: s2 }, messages: [q2], turn: 1, step: 1, signal: new AbortController().signal }, () => ({ kind: 'enter', messages: [q2] }))
+  assert.equal(d2.messages.length, 2)
+  assert.match(d2.messages[1].content[0].text, /barometer/)
   await h2.dispose({ timeoutMs: 20000 })
   await h2.close()
   process.kill(pid, 'SIGTERM') // the test's own clean-up (users rely on the idle exit)
