@@ -73,6 +73,8 @@ class HotTable:
         self.sub = Substrings()
         self.version = 0
         self._reserved = 0
+        self._masks: dict[Any, np.ndarray] = {}
+        self._masks_version = -1
 
     def reserve(self, rows: int) -> None:
         """Size the arrays for ``rows`` up front (a load knows its row count)."""
@@ -267,6 +269,13 @@ class HotTable:
             row = self.rows[slot]
             out[slot] = row is not None and pred(row)
         return out
+
+    def masks(self) -> dict[Any, np.ndarray]:
+        """A scratch cache of slot masks valid for the current table version (readers' filters)."""
+        if self._masks_version != self.version:
+            self._masks = {}
+            self._masks_version = self.version
+        return self._masks
 
     def session_slots(self, session_id: str) -> np.ndarray:
         """Live slots of one session, ascending."""

@@ -29,7 +29,22 @@ def _rows(t: HotTable, hits: Sequence[tuple[int, float]]) -> Scored:
 def trace_mask(
     t: HotTable, flt: TraceFilter, *, vector: bool = False, with_tags: bool = False
 ) -> np.ndarray:
-    """``TraceFilter.where`` as a slot mask (the same predicate, vectorised)."""
+    """``TraceFilter.where`` as a slot mask (the same predicate, vectorised). Read-only: one
+    retrieval asks for the same mask from several channels, so it is computed once per table
+    version."""
+    key = (flt, vector, with_tags)
+    cache = t.masks()
+    got = cache.get(key)
+    if got is None:
+        got = _trace_mask(t, flt, vector=vector, with_tags=with_tags)
+        got.setflags(write=False)
+        if len(cache) > 32:
+            cache.clear()
+        cache[key] = got
+    return got
+
+
+def _trace_mask(t: HotTable, flt: TraceFilter, *, vector: bool, with_tags: bool) -> np.ndarray:
     n = t.n
     m = t.visible_mask(flt.namespace)
     if not flt.include_low_value:
