@@ -166,9 +166,12 @@ def _trap_first(ranked: list[str], q: Any) -> float:
     return float(not golds or min(traps) < min(golds))
 
 
-async def run_quality(embedder: Any, data: LongMemSet) -> dict[str, Any]:
+async def run_quality(
+    embedder: Any, data: LongMemSet, overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
     from stratamem.core.local import open_local_core
 
+    overrides = overrides or {}
     tokens = metrics.TokenCounter()
     out: dict[str, Any] = {
         "seed": data.seed,
@@ -180,7 +183,7 @@ async def run_quality(embedder: Any, data: LongMemSet) -> dict[str, Any]:
     }
     with tempfile.TemporaryDirectory(prefix="bench-longmem-") as tmp:
         home = Path(tmp)
-        core = await open_local_core(home, embedder=embedder)
+        core = await open_local_core(home, embedder=embedder, **overrides)
         try:
             t0 = time.perf_counter()
             key_of = await _ingest(core, data)
@@ -190,14 +193,19 @@ async def run_quality(embedder: Any, data: LongMemSet) -> dict[str, Any]:
         finally:
             await core.shutdown()
         # the same home again with 10 trace slots, so recall@10 is not capped by the default 5
-        core = await open_local_core(home, embedder=embedder, retrieval__tier2_top_k=10)
+        core = await open_local_core(
+            home, embedder=embedder, retrieval__tier2_top_k=10, **overrides
+        )
         try:
             wide = await _ask_all(core, data, key_of, "ask10", tokens)
         finally:
             await core.shutdown()
         # and the earlier tier-2 path (rank fusion), so a ranking change is judged in the same run
         core = await open_local_core(
-            home, embedder=embedder, retrieval__tier2_top_k=10, retrieval__trace_fusion="rrf"
+            home,
+            embedder=embedder,
+            retrieval__tier2_top_k=10,
+            **{"retrieval__trace_fusion": "rrf", **overrides},
         )
         try:
             before = await _ask_all(core, data, key_of, "ask10rrf", tokens)

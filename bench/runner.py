@@ -48,6 +48,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="keep the LoCoMo homes here and reuse them when present (retrieval tuning only)",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for the quality and LoCoMo homes, e.g. storage__hot_index=false "
+        "(A/B a setting in one checkout); VALUE is JSON when it parses, else a string",
+    )
     args = p.parse_args(argv)
     unknown = set(args.only.split(",")) - set(SECTIONS)
     if unknown:
@@ -61,7 +69,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     size: Size = SIZES[args.size]
     only = args.only.split(",")
-    res: dict[str, Any] = {"size": args.size, "seed": args.seed, "machine": machine.describe(ROOT)}
+    res: dict[str, Any] = {
+        "overrides": config_overrides(args),
+        "size": args.size,
+        "seed": args.seed,
+        "machine": machine.describe(ROOT),
+    }
     notes: list[str] = []
     # an uncached embedder: every query embedding in the figures is a real forward pass
     embedder = load_embedder({"cache": {"enabled": False}})
@@ -129,7 +142,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             args.seed, size.personas, size.sessions_per_persona, size.questions_per_kind
         )
         _log(f"quality: {len(data.turns())} turns, {len(data.questions)} questions")
-        res["quality"] = await run_quality(embedder, data)
+        res["quality"] = await run_quality(embedder, data, config_overrides(args))
     if "locomo" in only:
         from bench.locomo import default_data_path, llm_overrides_from_env, run_locomo
 
@@ -142,6 +155,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             max_questions=size.locomo_questions,
             homes=args.locomo_homes,
             llm_overrides=llm_overrides_from_env(),
+            overrides=config_overrides(args),
         )
         if "skipped" in res["locomo"]:
             notes.append(res["locomo"]["skipped"])
@@ -154,6 +168,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     res["load_avg_end"] = machine.load_average()
     res["notes"] = notes
     return res
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in args.set:
+        key, _, raw = item.partition("=")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except ValueError:
+            out[key.strip()] = raw
+    return out
 
 
 def write(res: dict[str, Any], out: Path) -> tuple[Path, Path]:

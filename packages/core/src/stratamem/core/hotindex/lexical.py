@@ -48,12 +48,21 @@ def _fold(text: str) -> str:
     return "".join(c for c in norm if not unicodedata.combining(c))
 
 
+#: the English stop list of LanceDB's analyzer has these beyond ours (contraction pieces, "now")
+_FTS_EXTRA_STOP = frozenset(["now", "s", "t", "d", "ll", "m", "o", "re", "ve", "y", "don", "ain", "ma"])
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    return frozenset(_text().STOP_WORDS) | _FTS_EXTRA_STOP
+
+
 def analyze(text: str) -> list[str]:
     """Index tokens of a document: stemmed words (CJK runs excluded) plus CJK bigrams."""
     low = _fold(text or "")
     t = _text()
     cjk = t.CJK_RUN
-    stop = t.STOP_WORDS
+    stop = _stop_words()
     out = [
         _stem(w)
         for w in _WORD.findall(low)
