@@ -49,7 +49,9 @@ def _fold(text: str) -> str:
 
 
 #: the English stop list of LanceDB's analyzer has these beyond ours (contraction pieces, "now")
-_FTS_EXTRA_STOP = frozenset(["now", "s", "t", "d", "ll", "m", "o", "re", "ve", "y", "don", "ain", "ma"])
+_FTS_EXTRA_STOP = frozenset(
+    ["now", "s", "t", "d", "ll", "m", "o", "re", "ve", "y", "don", "ain", "ma"]
+)
 
 
 @lru_cache(maxsize=1)
