@@ -201,11 +201,15 @@ def _hermes(tmp: Path, repeat: int) -> dict[str, Any]:
 def run_startup(repeat: int = 10, cold: int = 3) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="stratamem-bench-startup-") as raw:
         tmp = Path(raw)
-        return {
-            "imports": _imports(repeat),
-            "cli": _cli(tmp, repeat, cold),
-            "hermes": _hermes(tmp, max(3, repeat // 2)),
-        }
+        try:
+            return {
+                "imports": _imports(repeat),
+                "cli": _cli(tmp, repeat, cold),
+                "hermes": _hermes(tmp, max(3, repeat // 2)),
+            }
+        finally:  # no service outlives its temporary home, even when a step failed
+            for lock in tmp.rglob("owner.lock"):
+                _stop(lock.parent)
 
 
 if __name__ == "__main__":
