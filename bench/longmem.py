@@ -354,28 +354,28 @@ TEMPORAL = (
 #: one kind of event on three different days; the question names the day ("dated")
 DATED = (
     (
-        "concert",
-        _pick(BANDS),
-        "I saw {x} live tonight, what a show.",
-        "Which band did I see live on {day}?",
-    ),
-    (
-        "book",
-        _pick(BOOKS),
-        "I started reading {x} today.",
-        "Which book did I start reading on {day}?",
-    ),
-    (
-        "outing",
-        _pick(PLACES),
-        "Spent the whole day at {x}, lovely weather.",
-        "Where did I spend the day on {day}?",
+        "interview",
+        _pick(COMPANIES),
+        "Had a job interview at {x} today, fingers crossed.",
+        "Which company did I have a job interview with on {day}?",
     ),
     (
         "dinner",
         _pick(FOODS),
         "Cooked a new {x} recipe for dinner tonight.",
         "What did I cook a new recipe with on {day}?",
+    ),
+    (
+        "tutorial",
+        _pick(LANGS),
+        "Started an online {x} tutorial this evening.",
+        "Which programming language did I start a tutorial for on {day}?",
+    ),
+    (
+        "dog",
+        _pick(PET_NAMES),
+        "Walked my neighbour's dog {x} this afternoon, such a sweetheart.",
+        "What was the name of the dog I walked on {day}?",
     ),
 )
 

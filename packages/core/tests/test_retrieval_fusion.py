@@ -94,25 +94,27 @@ def unit(*xs: float) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def test_expand_pool_adds_the_seed_neighbours_and_sets_every_prior() -> None:
+def test_expand_pool_adds_related_seed_neighbours_and_sets_every_prior() -> None:
     session = rows("s", 5)
-    vecs = [unit(1, 0), unit(1, 0.2), unit(0, 1), unit(0.2, 1), unit(1, 1)]
+    vecs = [unit(1, 0), unit(1, 0.2), unit(1, 0.5), unit(0, 1), unit(1, 1)]
     for r, v in zip(session, vecs, strict=True):
         r["vec_summary"] = v
     pool = Pool("trace", ("vec_summary",), lambda r: "")
     pool.add_channel("fts", [(session[1], 1.0)])
-    pool.add_channel("vec_summary", [(session[0], 1.0), (session[1], 0.98)])
+    pool.add_channel("vec_summary", [(session[0], 1.0), (session[1], 0.98), (session[4], 0.71)])
     asked: list[Any] = []
 
     async def fetch(spans: list[Any]) -> Sequence[Mapping[str, Any]]:
         asked.append(spans)
         return [r for r in session if in_spans(r, spans)]
 
-    asyncio.run(expand_pool(pool, fetch, [], unit(1, 0), lexical_weight=0.5, weight=0.5, top=2))
+    asyncio.run(expand_pool(pool, fetch, [], unit(1, 0), lexical_weight=0.5, weight=0.5, top=3))
     assert len(asked) == 1
-    assert set(pool.items) == {"s-00", "s-01", "s-02"}  # s-02 follows the seed s-01
+    # s-02 follows the seed s-01 and is about the same thing: it joins the pool
+    assert set(pool.items) == {"s-00", "s-01", "s-02", "s-04"}
     assert pool.items["s-02"].channels["neighbour"][0] == 0
+    # s-03 sits next to the seed s-04 but is less related than anything retrieved: left out
+    assert "s-03" not in pool.items
     priors = {k: c.prior for k, c in pool.items.items()}
     assert all(p is not None for p in priors.values())
-    assert priors["s-02"] > 0  # lifted by s-01 though its own cosine is the pool's floor
-    assert "s-03" not in pool.items  # neighbour of a neighbour: not fetched into the pool
+    assert priors["s-02"] > 0.5 * 0.5 * (0.894 - 0.707) / (1 - 0.707)  # own score + the lift

@@ -4,7 +4,9 @@ In a conversation the turn that matches the question's words is often not the on
 answer: "what did she research?" matches the turn asking about it, the answer is the next one. So
 the best-scored traces fetch their session neighbours (same session, adjacent by time then capture
 order, within a short window) and every trace gets ``score + β·max(neighbour scores)``; a fetched
-neighbour becomes a candidate of its own.
+neighbour becomes a candidate of its own unless its cosine is below every retrieved candidate's (a
+turn about something else entirely would only crowd the list: measured on the long-memory set, where
+sessions switch topic every turn).
 """
 
 from __future__ import annotations
@@ -154,6 +156,9 @@ async def expand_pool(
             pool.set_cosines(qvec)
             for r in new:
                 c = pool.items[str(r["id"])]
+                if scale(c.cosine) <= 0:  # less related than anything retrieved: not added
+                    del pool.items[c.ref_id]
+                    continue
                 scores[c.ref_id] = (1 - lexical_weight) * scale(c.cosine)
         # only the seeds' windows were fetched whole: propagate along their edges alone
         adj = {i: [n for n in near if i in seed_ids or n in seed_ids] for i, near in adj.items()}
