@@ -369,6 +369,11 @@ async def run_locomo(
                     await core.store.ensure_indexes()
                     await asyncio.to_thread(saved.write_text, json.dumps(key_of))
                 ingest_s += time.perf_counter() - t0
+            finally:
+                await core.shutdown()
+            # every pass asks a reopened, quiet home (not one still finishing the ingest's work)
+            core = await open_local_core(home, embedder=embedder, **(overrides or {}))
+            try:
                 got = await ask(core, conv, conv.questions, key_of, tok)
                 got |= await baselines(core, conv, conv.questions, key_of, embedder)
             finally:
