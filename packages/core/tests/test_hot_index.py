@@ -169,6 +169,7 @@ async def test_ann_graph_keeps_recall_against_exact_and_reflects_deletes(tmp_pat
         store = await LanceStore(tmp_path, dim, "m", cfg).open()
         assert store.hot is not None
         assert store.hot.tables["traces"].live == 1540 - 5
+        await store.hot.settle()  # the graph builds in the background after open
         assert store.hot.tables["traces"].ann["vec_summary"] is not None
     finally:
         store.close()

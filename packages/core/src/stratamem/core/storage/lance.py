@@ -77,13 +77,14 @@ class LanceStore:
             if await tbl.count_rows() > 0:
                 self._nonempty.add(name)
             await self._refresh_index_state(name)
-        await self.reload_hot()
+        await self.reload_hot(wait_ann=False)
         return self
 
-    async def reload_hot(self) -> None:
-        """Rebuild the in-memory mirror from LanceDB (open, or after writes behind the store's back)."""
+    async def reload_hot(self, *, wait_ann: bool = True) -> None:
+        """Rebuild the in-memory mirror from LanceDB (open, or after writes behind the store's back).
+        At open the ANN graph builds in the background (exact scans serve until it is ready)."""
         if self.hot is not None:
-            counts = await self.hot.load(self._tables)
+            counts = await self.hot.load(self._tables, wait_ann=wait_ann)
             _log.info("storage.hot_loaded", **counts)
 
     def _check_dimension(self, name: str, schema: pa.Schema) -> None:
