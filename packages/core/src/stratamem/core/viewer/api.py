@@ -182,7 +182,7 @@ class ViewerApi:
     async def recent_events(self, req: Request) -> dict[str, Any]:
         limit = _int(req, "limit", 50, 1, 1000)
         events = self.core.bus.recent()[-limit:]
-        from stratamem.core.telemetry import redact
+        from stratamem.core.telemetry.redact import redact
 
         return {"items": [redact(to_json(e)) for e in reversed(events)]}
 

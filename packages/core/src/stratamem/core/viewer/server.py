@@ -16,7 +16,8 @@ from typing import Any
 from aiohttp import web
 
 from stratamem.contract.errors import ErrorCode, StratamemError
-from stratamem.core.telemetry import get_logger, redact
+from stratamem.core.telemetry import get_logger
+from stratamem.core.telemetry.redact import redact
 from stratamem.core.viewer import openapi, static
 from stratamem.core.viewer.api import ViewerApi, not_found, to_json
 from stratamem.core.viewer.http import (
