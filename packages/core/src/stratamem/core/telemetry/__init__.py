@@ -5,6 +5,9 @@ Offline by default: no telemetry is sent anywhere unless OTLP export is configur
 
 from typing import TYPE_CHECKING, Any
 
+# ``redact`` is also a submodule's name: bound eagerly, or the submodule would shadow the function
+from stratamem.core.telemetry.redact import Redactor, redact
+
 if TYPE_CHECKING:
     from stratamem.core.telemetry.events_log import attach_event_log, event_log_observer
     from stratamem.core.telemetry.logs import (
@@ -14,7 +17,6 @@ if TYPE_CHECKING:
         get_logger,
         reset_logging,
     )
-    from stratamem.core.telemetry.redact import Redactor, redact
     from stratamem.core.telemetry.tracing import configure_tracing, span, tracer
 
 # lazy (PEP 562): a CLI process or thin client that only logs must not import OpenTelemetry
@@ -26,8 +28,6 @@ _LAZY: dict[str, str] = {
     "configure_logging": "stratamem.core.telemetry.logs",
     "get_logger": "stratamem.core.telemetry.logs",
     "reset_logging": "stratamem.core.telemetry.logs",
-    "Redactor": "stratamem.core.telemetry.redact",
-    "redact": "stratamem.core.telemetry.redact",
     "configure_tracing": "stratamem.core.telemetry.tracing",
     "span": "stratamem.core.telemetry.tracing",
     "tracer": "stratamem.core.telemetry.tracing",
