@@ -509,8 +509,10 @@ def render(res: dict[str, Any]) -> str:
             "",
             "## Soak",
             "",
-            f"{so['turns']:,} turns through `turn_end` (a `turn_start` every 25) as fast as the core "
-            f"acknowledges them, with the core's own maintenance ({so['maintenance']}).",
+            f"{so['turns']:,} turns through `turn_end` (a `turn_start` every 25, each session closed "
+            "when the next starts) as fast as the core acknowledges them, with the core's own "
+            f"maintenance ({so['maintenance']}). Journal rows: applied entries are pruned after "
+            "`journal.retention_s`; state: the engine's per-session entries in memory.",
             "",
             _table(
                 [
@@ -522,6 +524,8 @@ def render(res: dict[str, Any]) -> str:
                     "version",
                     "versions kept",
                     "backlog",
+                    "journal rows",
+                    "state",
                     "RSS MB",
                     "",
                 ],
@@ -535,6 +539,8 @@ def render(res: dict[str, Any]) -> str:
                         str(c["version"]),
                         str(c["versions_retained"]),
                         str(c["backlog"]),
+                        str(c.get("journal_rows", "")),
+                        str(sum((c.get("state") or {}).values()) or ""),
                         str(c["rss_mb"]),
                         c.get("note", ""),
                     ]

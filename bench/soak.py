@@ -1,5 +1,6 @@
-"""Soak: many turns through turn_end (a turn_start every 25) with the core's own scheduled maintenance;
-disk bytes, fragments, retained versions, journal backlog and RSS sampled over time."""
+"""Soak: many turns through turn_end (a turn_start every 25, each session closed when the next one
+starts) with the core's own scheduled maintenance; disk bytes, fragments, retained versions, journal
+rows and backlog, the engine's per-session state and RSS sampled over time."""
 
 from __future__ import annotations
 
@@ -33,8 +34,17 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
         "version": stats.get("version"),
         "versions_retained": await _versions(tbl),
         "backlog": len(core.journal.pending),
+        "journal_rows": int(core.db.query("SELECT count(*) FROM journal")[0][0]),
         "rss_mb": rss_mb(),
+        "state": _state(core),
     }
+
+
+def _state(core: Any) -> dict[str, int]:
+    """Per-session/per-episode state the engine holds in memory (must not grow with turns)."""
+    services = getattr(core, "services", None)
+    sizes = getattr(services, "state_sizes", None)
+    return dict(sizes()) if sizes is not None else {}
 
 
 async def run_soak(
@@ -53,7 +63,11 @@ async def run_soak(
             cfg = core.config["storage"]
             t0 = time.perf_counter()
             curve.append(await _sample(core, home, 0, t0))
+            prev: str | None = None
             for i, (sid, user, agent) in enumerate(stream, start=1):
+                if prev is not None and sid != prev:  # a host closes a session it is done with
+                    await core.close_session(prev)
+                prev = sid
                 now = int(time.time() * 1000)
                 if i % 25 == 0:
                     await core.turn_start(
