@@ -207,3 +207,18 @@ def test_audit_log_rolls_over_monthly_and_keeps_every_month(tmp_path: Path) -> N
         assert f.read() == "january\n"
     with gzip.open(tmp_path / "audit-2026-02.log.gz", "rt") as f:
         assert f.read() == "february\n"
+
+
+def test_the_package_redact_is_the_function_whatever_was_imported_first() -> None:
+    """``redact`` is both a function the package exports and the name of its module."""
+    import subprocess
+    import sys
+
+    code = (
+        "import stratamem.core.telemetry.redact\n"
+        "from stratamem.core.telemetry import redact\n"
+        "assert callable(redact), redact\n"
+        "assert redact({'api_key': 'sk-secret-1'})['api_key'] != 'sk-secret-1'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
