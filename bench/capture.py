@@ -59,7 +59,7 @@ async def run_capture(
     embedder: Any, paced_turns: int, burst_turns: int, seed: int
 ) -> dict[str, Any]:
     from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnResult
-    from stratamem.core.local import open_local_core
+    from stratamem.core.engine.assemble import open_local_core
 
     ns = Namespace(agent_kind=AGENT)
     stream = conversation_stream(seed, paced_turns + burst_turns)

@@ -73,7 +73,7 @@ async def _drive(rows: int, seconds: float, seed: int) -> None:
     from bench.corpus import build_corpus, load_store, query_texts
     from bench.scaling import PRODUCTION_OVERRIDES
     from stratamem.core.embedding import load_embedder
-    from stratamem.core.local import open_local_core
+    from stratamem.core.engine.assemble import open_local_core
 
     embedder = load_embedder({"cache": {"enabled": False}})
     corpus = build_corpus(embedder, seed)

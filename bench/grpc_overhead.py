@@ -39,7 +39,7 @@ async def _inprocess(
 ) -> dict[str, Any]:
     from stratamem.contract.dtos import Namespace, RetrievalQuery
     from stratamem.core.embedding import load_embedder
-    from stratamem.core.local import open_local_core
+    from stratamem.core.engine.assemble import open_local_core
 
     ns = Namespace(agent_kind=AGENT)
     core = await open_local_core(home, embedder=load_embedder({}))

@@ -345,7 +345,7 @@ async def run_locomo(
     conversation's home there and reuses it when already ingested (for tuning retrieval only)."""
     if path is None or not await asyncio.to_thread(path.is_file):
         return {"skipped": f"LoCoMo data not found ({path or 'shared/data/locomo-dev.json'})"}
-    from stratamem.core.local import open_local_core
+    from stratamem.core.engine.assemble import open_local_core
 
     convs = pick(await asyncio.to_thread(load, path), max_convs, max_questions)
     tok = metrics.TokenCounter()

@@ -169,7 +169,7 @@ def _trap_first(ranked: list[str], q: Any) -> float:
 async def run_quality(
     embedder: Any, data: LongMemSet, overrides: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    from stratamem.core.local import open_local_core
+    from stratamem.core.engine.assemble import open_local_core
 
     overrides = overrides or {}
     tokens = metrics.TokenCounter()

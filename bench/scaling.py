@@ -244,7 +244,7 @@ async def run_size(
     ann_phase: bool,
     seed: int,
 ) -> dict[str, Any]:
-    from stratamem.core.local import open_local_core
+    from stratamem.core.engine.assemble import open_local_core
 
     out: dict[str, Any] = {"rows": size, "queries": n_queries - warmup, "warmup": warmup}
     queries = query_texts(seed, n_queries)

@@ -51,7 +51,7 @@ async def run_soak(
     embedder: Any, turns: int, every: int, seed: int, overrides: dict[str, Any]
 ) -> dict[str, Any]:
     from stratamem.contract.dtos import Namespace, TurnInput, TurnResult
-    from stratamem.core.local import open_local_core
+    from stratamem.core.engine.assemble import open_local_core
 
     ns = Namespace(agent_kind=AGENT)
     stream = conversation_stream(seed + 11, turns)

@@ -14,7 +14,7 @@ from stratamem.contract.dtos import ListQuery, Namespace
 from stratamem.contract.errors import StratamemError
 from stratamem.contract.remote import RemoteCore
 from stratamem.core.config.loader import patch_config_file
-from stratamem.core.local import open_local_core
+from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.server.app import ServeOptions, Service
 from stratamem.core.telemetry.logs import configure_logging, reset_logging
 

@@ -211,10 +211,9 @@ async def test_startup_recovery_closes_open_lightweight_episodes(tmp_path: Path)
         assert eid
         # simulate a crash: the episode stays open in SQLite
         core.lock.release()
-        core._shut = True
+        core.services.shut = True
         await core.journal.stop(5)
-        core.store.close()
-        core._db_exec.submit(core.db.close).result()
+        core.services.close()
     async with open_core(tmp_path, embedding__provider="none") as core2:
         ep = await core2.get_episode(eid, NS)
         assert (

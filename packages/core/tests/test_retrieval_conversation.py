@@ -8,7 +8,7 @@ import datetime as dt
 from pathlib import Path
 
 from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK, TurnResult
-from stratamem.core.local import open_local_core
+from stratamem.core.engine.assemble import open_local_core
 
 NS = Namespace("chat", "ann-bob")
 

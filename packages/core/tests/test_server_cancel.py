@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from stratamem.contract.dtos import Event, Namespace, TurnResult
-from stratamem.core.local import open_local_core
+from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.server.app import Service
 from stratamem.v1 import types_pb2 as t
 

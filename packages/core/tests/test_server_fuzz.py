@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from stratamem.contract.dtos import ListQuery, Namespace, TurnResult
 from stratamem.contract.errors import ERROR_CODE_METADATA_KEY
-from stratamem.core.local import open_local_core
+from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.server.app import Service
 from stratamem.core.server.limits import MAX_STRING_CHARS
 from stratamem.v1 import memory_pb2, workspace_pb2

@@ -14,7 +14,7 @@ import pytest
 from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnResult
 from stratamem.contract.errors import StratamemError
 from stratamem.contract.remote import BlockingRemoteCore, RemoteCore
-from stratamem.core.local import open_local_core
+from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.server.app import Service
 
 NS = Namespace(agent_kind="hermes")

@@ -17,7 +17,7 @@ import pytest
 from stratamem.contract.dtos import ListQuery, Namespace, RetrievalQuery, TurnInput, TurnResult
 from stratamem.contract.errors import StratamemError
 from stratamem.contract.remote import RemoteCore
-from stratamem.core.local import open_local_core
+from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.server.app import ServeOptions, Service
 from stratamem.core.server.auth import Authenticator, Principal, authorize_namespace
 

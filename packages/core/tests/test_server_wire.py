@@ -15,7 +15,7 @@ import pytest
 
 from stratamem.contract.dtos import Namespace, TurnResult
 from stratamem.contract.errors import ERROR_CODE_METADATA_KEY, ERROR_DETAILS_METADATA_KEY
-from stratamem.core.local import open_local_core
+from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.server.app import Service
 from stratamem.core.server.limits import MAX_REQUEST_BYTES, MAX_STRING_CHARS
 from stratamem.v1 import host_llm_pb2 as h

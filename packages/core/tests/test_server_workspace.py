@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from stratamem.contract.errors import ERROR_CODE_METADATA_KEY
-from stratamem.core.local import open_local_core
+from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.server.app import Service
 from stratamem.v1 import workspace_pb2 as w
 from stratamem.v1 import workspace_pb2_grpc

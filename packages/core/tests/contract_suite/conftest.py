@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from stratamem.contract.remote import RemoteCore
-from stratamem.core.local import open_local_core
+from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.server.app import Service
 
 

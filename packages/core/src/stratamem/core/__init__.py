@@ -8,17 +8,27 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from stratamem.core.blocking import BlockingCore
-    from stratamem.core.local import LocalCore, open_core, open_local_core
+    from stratamem.core.engine.assemble import open_local_core
+    from stratamem.core.local import LocalCore
+    from stratamem.core.opening import open_core
 
 __all__ = ["BlockingCore", "LocalCore", "__version__", "open_core", "open_local_core"]
 
 
 def __getattr__(name: str) -> Any:
     # lazy: importing stratamem.core (e.g. for the CLI or plugins) must not load LanceDB
-    if name in ("LocalCore", "open_core", "open_local_core"):
-        from stratamem.core import local
+    if name == "LocalCore":
+        from stratamem.core.local import LocalCore
 
-        return getattr(local, name)
+        return LocalCore
+    if name == "open_core":
+        from stratamem.core.opening import open_core
+
+        return open_core
+    if name == "open_local_core":
+        from stratamem.core.engine.assemble import open_local_core
+
+        return open_local_core
     if name == "BlockingCore":
         from stratamem.core.blocking import BlockingCore
 

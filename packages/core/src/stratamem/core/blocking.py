@@ -40,7 +40,7 @@ from stratamem.contract.dtos import (
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
-from stratamem.core.local import open_core
+from stratamem.core.opening import open_core
 
 T = TypeVar("T")
 

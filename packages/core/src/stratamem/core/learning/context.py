@@ -1,6 +1,7 @@
 """What every learning stage needs from the core: config, SQL, the stores, the embedder, the LLM, events.
 
-One object so the stages stay small and testable; it never owns anything (the core does).
+One object so the stages stay small and testable; it never owns anything: it reads through the
+engine's public services (``stratamem.core.engine.services.EngineServices``).
 """
 
 from __future__ import annotations
@@ -9,24 +10,28 @@ import functools
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from stratamem.contract.dtos import Namespace
 from stratamem.core.config.defaults import DEFAULTS
+from stratamem.core.engine.sessions import patch_episode_meta
 from stratamem.core.learning import prompts
 from stratamem.core.llm import background_llm, complete_json
 from stratamem.core.llm.roles import role_llms
 from stratamem.core.storage.ownership import Scope, ids_where, owner_namespace
 from stratamem.core.telemetry import get_logger, span
 
+if TYPE_CHECKING:
+    from stratamem.core.engine.services import EngineServices
+
 T = TypeVar("T")
 log = get_logger("learning")
 
 
 class LearningContext:
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: EngineServices) -> None:
         self.core = core
         self.config: Mapping[str, Any] = core.config
         slots = int(self.config["session"]["bg_llm_concurrency"])
@@ -63,22 +68,22 @@ class LearningContext:
     # -- SQLite ------------------------------------------------------------------------------
     async def sql(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         db = self.core.db
-        out: T = await self.core._db(functools.partial(db.call, fn))
+        out: T = await self.core.run_db(functools.partial(db.call, fn))
         return out
 
     async def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         db = self.core.db
-        rows: list[sqlite3.Row] = await self.core._db(functools.partial(db.query, sql, params))
+        rows: list[sqlite3.Row] = await self.core.run_db(functools.partial(db.query, sql, params))
         return rows
 
     async def patch_episode_meta(self, episode_id: str, patch: dict[str, Any]) -> None:
-        await self.core._patch_episode_meta(episode_id, patch)
+        await patch_episode_meta(self.core, episode_id, patch)
 
     async def kv_get(self, key: str) -> Any:
-        return await self.core._db(functools.partial(self.core.db.kv_get, key))
+        return await self.core.run_db(functools.partial(self.core.db.kv_get, key))
 
     async def kv_set(self, key: str, value: Any) -> None:
-        await self.core._db(functools.partial(self.core.db.kv_set, key, value))
+        await self.core.run_db(functools.partial(self.core.db.kv_set, key, value))
 
     # -- LanceDB -----------------------------------------------------------------------------
     async def applied(self) -> None:
@@ -164,7 +169,7 @@ class LearningContext:
         if self.core.embedder is None or not text.strip():
             return None
         try:
-            vecs = await self.core._cpu(functools.partial(self.core._embed_documents, [text]))
+            vecs = await self.core.run_cpu(functools.partial(self.core.embed_documents, [text]))
         except Exception as exc:
             log.warning("learning.embed_failed", error=str(exc))
             return None

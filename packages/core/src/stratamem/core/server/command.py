@@ -68,7 +68,7 @@ async def serve(args: argparse.Namespace) -> int:
     from stratamem.core.config.loader import load_config
 
     load_config(home)  # a bad config.yaml answers config_invalid before the engine is imported
-    from stratamem.core.local import open_local_core
+    from stratamem.core.engine.assemble import open_local_core
     from stratamem.core.server.app import ServeOptions, Service
     from stratamem.core.server.idle import exit_when_idle
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.telemetry import get_logger
 
 _log = get_logger("server")
@@ -60,7 +61,6 @@ async def open_or_connect(
     """Yield the home's core: a served ``LocalCore`` when we own it, else a ``RemoteCore``."""
     from stratamem.contract.remote import RemoteCore
     from stratamem.core.home import resolve_home
-    from stratamem.core.local import open_local_core
 
     path = resolve_home(home, host=host)
     try:

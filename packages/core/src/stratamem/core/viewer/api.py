@@ -104,7 +104,7 @@ class ViewerApi:
     async def _owner(self, table: str, row_id: str) -> Namespace | None:
         """The owner namespace of a row (any namespace), or None if it does not exist."""
         if table == "episodes":
-            rows = await self.core._db(
+            rows = await self.core.services.run_db(
                 lambda: self.core.db.query(
                     "SELECT owner_agent_kind, owner_profile_id, owner_workspace_id "
                     "FROM episodes WHERE id=?",

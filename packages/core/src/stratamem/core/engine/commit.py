@@ -1,0 +1,282 @@
+"""The end of a turn: validate, pick the episode, build the trace rows (capture), and commit them
+with the episode's turns to the SQLite journal in one transaction — durable before the ack.
+
+The journal writer applies them to LanceDB (embedding first) in the background.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import replace
+from typing import Any
+
+from stratamem.contract.dtos import (
+    Namespace,
+    SubagentOutcome,
+    ToolCall,
+    ToolOutcome,
+    TurnEndAck,
+    TurnResult,
+)
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core import capture
+from stratamem.core.engine import sessions
+from stratamem.core.engine.services import EngineServices
+from stratamem.core.ids import new_id, now_ms
+from stratamem.core.storage.journal import payload_json
+from stratamem.core.storage.rows import owner_columns
+from stratamem.core.telemetry import span
+from stratamem.core.validation import bad, check_id, check_text
+
+
+def check_turn_result(svc: EngineServices, result: TurnResult) -> None:
+    limit = svc.max_input
+    check_id("agent", result.agent)
+    check_id("session_id", result.session_id)
+    check_text("agent_text", result.agent_text, limit, required=False)
+    if result.user_text is not None:
+        check_text("user_text", result.user_text, limit, required=False)
+    if result.agent_thinking is not None:
+        check_text("agent_thinking", result.agent_thinking, limit, required=False)
+    if result.reflection is not None:
+        check_text("reflection", result.reflection, limit, required=False)
+    if result.episode_id is not None:
+        check_id("episode_id", result.episode_id)
+    if result.turn_key is not None:
+        check_id("turn_key", result.turn_key)
+    if isinstance(result.ts, bool) or not isinstance(result.ts, int) or result.ts < 0:
+        raise bad("ts must be a non-negative integer (epoch ms)", field="ts")
+    for i, call in enumerate(result.tool_calls):
+        if not isinstance(call, ToolCall):
+            raise bad(f"tool_calls[{i}] must be a ToolCall", field=f"tool_calls[{i}]")
+        check_id(f"tool_calls[{i}].name", call.name)
+        for attr in ("output", "error_code"):
+            v = getattr(call, attr)
+            if isinstance(v, str):
+                check_text(f"tool_calls[{i}].{attr}", v, limit, required=False)
+    if (
+        not result.agent_text.strip()
+        and not result.tool_calls
+        and not (result.user_text or "").strip()
+    ):
+        raise bad("turn has no content (empty agent text, no tool calls, no user text)")
+
+
+async def turn_end(svc: EngineServices, result: TurnResult, ns: Namespace) -> TurnEndAck:
+    """Durable before it returns: the turn is committed (fsync'd) to the SQLite journal."""
+    check_turn_result(svc, result)
+    with span("turn_end", session=result.session_id):
+        async with svc.session_lock(result.session_id):
+            return await _turn_end_locked(svc, result, ns)
+
+
+async def _episode_for(svc: EngineServices, result: TurnResult, ns: Namespace) -> str:
+    """The named episode (reopened if a delayed end arrives after it closed), else the session's
+    open one, else a new one when the result carries its user text."""
+    if result.episode_id:
+        row = await sessions.episode_row(svc, result.episode_id)
+        if row is None or row["session_id"] != result.session_id:
+            raise StratamemError(
+                ErrorCode.EPISODE_NOT_FOUND,
+                f"episode {result.episode_id!r} not found in session {result.session_id!r}",
+                {"episode_id": result.episode_id},
+            )
+        eid = str(row["id"])
+        if row["status"] == "closed":  # delayed agent end: reopen, capture, re-finalize
+            await svc.run_db(
+                lambda: svc.db.call(
+                    lambda c: c.execute(
+                        "UPDATE episodes SET status='open', ended_at=NULL WHERE id=?", (eid,)
+                    )
+                )
+            )
+            await sessions.patch_episode_meta(svc, eid, {"delayed_agent_end_recovered": True})
+        return eid
+    open_eps = await sessions.open_episodes(svc, result.session_id)
+    if open_eps:
+        return str(open_eps[-1]["id"])
+    if not (result.user_text or "").strip():
+        raise StratamemError(
+            ErrorCode.EPISODE_NOT_FOUND,
+            f"session {result.session_id!r} has no open episode (call turn_start first "
+            "or pass user_text)",
+            {"session_id": result.session_id},
+        )
+    return await sessions.new_episode(
+        svc, result.session_id, ns, result.user_text, "bootstrap", result.ts
+    )
+
+
+async def _turn_end_locked(svc: EngineServices, result: TurnResult, ns: Namespace) -> TurnEndAck:
+    if result.turn_key:
+        prev = await svc.run_db(
+            lambda: svc.db.journal_by_turn_key(result.session_id, result.turn_key or "")
+        )
+        if prev is not None:
+            return TurnEndAck(
+                trace_id=prev["target_id"], episode_id=prev["episode_id"], journal_seq=prev["seq"]
+            )
+    await sessions.ensure_session(svc, result.agent, result.session_id, ns, {})
+    eid = await _episode_for(svc, result, ns)
+    turns = await sessions.episode_turns(svc, eid)
+    # the user text of this turn: explicit, else the user turns since the last assistant turn
+    users: list[sqlite3.Row] = []
+    for t in reversed(turns):
+        if t["role"] == "assistant":
+            break
+        if t["role"] == "user":
+            users.insert(0, t)
+    user_text = (
+        result.user_text
+        if result.user_text is not None
+        else "\n---\n".join(u["content"] for u in users)
+    )
+    turn_id = int(users[0]["ts"]) if users else result.ts
+    own = owner_columns(ns)
+    entries = []
+    for r in capture_rows(svc, user_text, turn_id, result, ns, eid):
+        r.update(
+            id=new_id("tr"),
+            episode_id=eid,
+            session_id=result.session_id,
+            share_scope="private",
+            share_target=None,
+            shared_at=None,
+            **own,
+        )
+        entries.append({"kind": "trace", "target_id": r["id"], "table": "traces", "payload": r})
+    need_user_turn = result.user_text is not None and not users
+
+    def commit(c: sqlite3.Connection) -> list[int]:
+        if need_user_turn:
+            c.execute(
+                "INSERT INTO episode_turns(episode_id, role, content, ts) VALUES (?,?,?,?)",
+                (eid, "user", user_text, turn_id),
+            )
+        for call in result.tool_calls:
+            out = (
+                call.output
+                if isinstance(call.output, str)
+                else json.dumps(call.output, default=str)
+            )
+            c.execute(
+                "INSERT INTO episode_turns(episode_id, role, content, ts, meta_json) VALUES (?,?,?,?,?)",
+                (
+                    eid,
+                    "tool",
+                    (out or "")[:2000],
+                    result.ts,
+                    json.dumps({"name": call.name, "error_code": call.error_code}),
+                ),
+            )
+        c.execute(
+            "INSERT INTO episode_turns(episode_id, role, content, ts) VALUES (?,?,?,?)",
+            (eid, "assistant", result.agent_text, result.ts),
+        )
+        seqs = []
+        for i, e in enumerate(entries):
+            cur = c.execute(
+                "INSERT INTO journal(kind, target_id, session_id, episode_id, turn_key,"
+                " payload_json, created_at) VALUES (?,?,?,?,?,?,?)",
+                (
+                    e["kind"],
+                    e["target_id"],
+                    result.session_id,
+                    eid,
+                    result.turn_key if i == len(entries) - 1 else None,
+                    payload_json(e),
+                    now_ms(),
+                ),
+            )
+            seqs.append(int(cur.lastrowid or 0))
+        row = c.execute(
+            "SELECT trace_ids_json, meta_json FROM episodes WHERE id=?", (eid,)
+        ).fetchone()
+        ids = json.loads(row[0] or "[]") + [e["target_id"] for e in entries]
+        meta = json.loads(row[1] or "{}")
+        meta["turn_count"] = int(meta.get("turn_count", 0)) + 1
+        c.execute(
+            "UPDATE episodes SET trace_ids_json=?, meta_json=?, last_turn_ts=? WHERE id=?",
+            (json.dumps(ids), json.dumps(meta), result.ts, eid),
+        )
+        return seqs
+
+    seqs = await svc.run_db(lambda: svc.db.call(commit))
+    for e, s in zip(entries, seqs, strict=True):
+        e["seq"] = s
+    svc.journal.add_committed(entries)
+    trace_id = entries[-1]["target_id"] if entries else ""
+    seq = seqs[-1] if seqs else 0
+    svc.bus.emit(
+        "turn.captured",
+        {
+            "session_id": result.session_id,
+            "episode_id": eid,
+            "trace_id": trace_id,
+            "journal_seq": seq,
+        },
+    )
+    return TurnEndAck(trace_id=trace_id, episode_id=eid, journal_seq=seq)
+
+
+def capture_rows(
+    svc: EngineServices,
+    user_text: str,
+    turn_id: int,
+    result: TurnResult,
+    ns: Namespace,
+    episode_id: str,
+) -> list[dict[str, Any]]:
+    """Trace rows (no vectors; ``_embed`` says what the writer embeds)."""
+    drafts = capture.build_trace_drafts(
+        user_text,
+        replace(result, namespace=ns, episode_id=episode_id),
+        lightweight=svc.lightweight,
+        config=svc.config,
+        user_ts=turn_id,
+        episode_id=episode_id,
+    )
+    rows = []
+    for d in drafts:
+        row = d.row()
+        embed = {"vec_summary": d.summary_text_to_embed}
+        if d.action_text_to_embed:
+            embed["vec_action"] = d.action_text_to_embed
+        row["_embed"] = embed
+        rows.append(row)
+    return rows
+
+
+def subagent_turn(svc: EngineServices, outcome: SubagentOutcome) -> TurnResult:
+    """A sub-agent's outcome as a turn of its parent session (a ``subagent`` tool call)."""
+    check_text("task", outcome.task, svc.max_input)
+    check_text("result", outcome.result, svc.max_input, required=False)
+    text = f"Subagent task: {outcome.task}\n\nSubagent result: {outcome.result}"
+    call = ToolCall(
+        name="subagent",
+        input={"task": outcome.task, "child_session_id": outcome.child_session_id},
+        output=outcome.result,
+        error_code=outcome.error,
+    )
+    return TurnResult(
+        agent=outcome.agent,
+        session_id=outcome.session_id,
+        agent_text=text,
+        ts=outcome.ts or now_ms(),
+        episode_id=outcome.episode_id,
+        namespace=outcome.namespace,
+        tool_calls=(*outcome.tool_calls, call),
+        user_text=None if outcome.episode_id else f"Subagent task: {outcome.task}",
+    )
+
+
+def record_tool_outcome(svc: EngineServices, outcome: ToolOutcome) -> None:
+    """Never throws; a no-op after shutdown and in lightweight mode (decision repair is full mode)."""
+    try:
+        if svc.shut or svc.lightweight:
+            return
+        if svc.learner is not None and isinstance(outcome.tool, str) and outcome.tool:
+            svc.learner.tool_outcome(outcome.session_id, outcome.tool, bool(outcome.success))
+    except Exception:  # pragma: no cover - by contract
+        return

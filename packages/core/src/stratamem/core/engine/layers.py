@@ -1,0 +1,140 @@
+"""The learned layers' records: policies (L2), world models (L3) and skills — get, list, status
+changes and owner-only deletes. The learner writes them; these are the callers' views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stratamem.contract.dtos import ListQuery, Namespace, Policy, Skill, SkillGetOptions, WorldModel
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.engine.services import EngineServices
+from stratamem.core.engine.traces import sql_quote
+from stratamem.core.ids import now_ms
+from stratamem.core.storage.rows import policy_from_row, skill_from_row, world_model_from_row
+from stratamem.core.storage.visibility import visibility_where
+from stratamem.core.validation import bad, check_id, check_limit
+
+
+def owner_where(ns: Namespace) -> str:
+    return (
+        f"(owner_agent_kind = {sql_quote(ns.agent_kind)}"
+        f" AND owner_profile_id = {sql_quote(ns.profile_id or 'default')})"
+    )
+
+
+async def get_one(
+    svc: EngineServices, table: str, row_id: str, ns: Namespace
+) -> dict[str, Any] | None:
+    rows = await svc.store.get_rows(table, [row_id], visibility_where(ns))
+    return rows[0] if rows else None
+
+
+async def list_rows(
+    svc: EngineServices, table: str, query: ListQuery, ns: Namespace, order: str = "updated_at"
+) -> list[dict[str, Any]]:
+    check_limit(query.limit, query.offset)
+    where = [visibility_where(ns, all_namespaces=query.include_all_namespaces)]
+    if query.status:
+        where.append(f"status = {sql_quote(query.status)}")
+    if query.q:
+        where.append(f"lower(search_text) LIKE {sql_quote('%' + query.q.lower() + '%')}")
+    rows = await svc.store.scan(table, " AND ".join(where), 10**6)
+    rows.sort(key=lambda r: r.get(order) or 0, reverse=True)
+    return rows[query.offset : query.offset + query.limit]
+
+
+async def delete_owned(svc: EngineServices, table: str, row_id: str, ns: Namespace) -> bool:
+    check_id("id", row_id)
+    rows = await svc.store.get_rows(table, [row_id], owner_where(ns))
+    if not rows:
+        return False
+    await svc.store.delete(table, [row_id])
+    return True
+
+
+# -- policies --------------------------------------------------------------------------------
+async def get_policy(svc: EngineServices, policy_id: str, ns: Namespace) -> Policy | None:
+    check_id("policy_id", policy_id)
+    row = await get_one(svc, "policies", policy_id, ns)
+    return policy_from_row(row) if row else None
+
+
+async def list_policies(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Policy]:
+    return [policy_from_row(r) for r in await list_rows(svc, "policies", query, ns)]
+
+
+async def set_policy_status(
+    svc: EngineServices, policy_id: str, status: str, ns: Namespace
+) -> Policy | None:
+    check_id("policy_id", policy_id)
+    if status not in ("candidate", "active", "archived"):
+        raise bad("status must be candidate, active or archived", field="status")
+    if await get_one(svc, "policies", policy_id, ns) is None:
+        return None
+    await svc.store.update("policies", policy_id, {"status": status, "updated_at": now_ms()})
+    return await get_policy(svc, policy_id, ns)
+
+
+# -- world models ----------------------------------------------------------------------------
+async def get_world_model(
+    svc: EngineServices, world_model_id: str, ns: Namespace
+) -> WorldModel | None:
+    check_id("world_model_id", world_model_id)
+    row = await get_one(svc, "world_models", world_model_id, ns)
+    return world_model_from_row(row) if row else None
+
+
+async def list_world_models(
+    svc: EngineServices, query: ListQuery, ns: Namespace
+) -> list[WorldModel]:
+    return [world_model_from_row(r) for r in await list_rows(svc, "world_models", query, ns)]
+
+
+# -- skills ----------------------------------------------------------------------------------
+async def get_skill(
+    svc: EngineServices, skill_id: str, options: SkillGetOptions | None, ns: Namespace
+) -> Skill | None:
+    """By id, else by a unique name; ``options`` may record a use or a trial of it."""
+    check_id("skill_id", skill_id)
+    row = await get_one(svc, "skills", skill_id, ns)
+    if row is None:
+        by_name = await svc.store.scan(
+            "skills", f"name = {sql_quote(skill_id)} AND {visibility_where(ns)}", 2
+        )
+        row = by_name[0] if len(by_name) == 1 else None
+    if row is None:
+        return None
+    if options is not None and options.record_use:
+        await svc.store.update(
+            "skills",
+            row["id"],
+            {"usage_count": int(row.get("usage_count") or 0) + 1, "last_used_at": now_ms()},
+        )
+        row = await get_one(svc, "skills", row["id"], ns) or row
+    if options is not None and options.record_trial and svc.learner is not None:
+        await svc.learner.skill_trial(
+            row["id"], options.session_id, options.episode_id, options.trace_id
+        )
+    return skill_from_row(row)
+
+
+async def list_skills(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Skill]:
+    return [skill_from_row(r) for r in await list_rows(svc, "skills", query, ns)]
+
+
+async def archive_skill(svc: EngineServices, skill_id: str, reason: str, ns: Namespace) -> Skill:
+    check_id("skill_id", skill_id)
+    rows = await svc.store.get_rows("skills", [skill_id], owner_where(ns))
+    if not rows:
+        raise StratamemError(
+            ErrorCode.SKILL_NOT_FOUND, f"skill {skill_id!r} not found", {"skill_id": skill_id}
+        )
+    if reason not in ("eta-floor", "manual", "policy-rebuilt"):
+        reason = "manual"
+    await svc.store.update("skills", skill_id, {"status": "archived", "updated_at": now_ms()})
+    await svc.run_db(
+        lambda: svc.db.audit("core", "skill.archived", skill_id, {"reason": reason}, ns)
+    )
+    skill = await get_skill(svc, skill_id, None, ns)
+    assert skill is not None
+    return skill

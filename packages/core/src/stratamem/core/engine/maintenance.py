@@ -1,0 +1,65 @@
+"""The core's background upkeep: build indexes, optimize/compact LanceDB when due, and retry
+embeddings that failed at capture time (with exponential back-off)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from typing import Any
+
+from stratamem.core.engine.services import EngineServices
+from stratamem.core.ids import now_ms
+from stratamem.core.telemetry import get_logger
+
+_log = get_logger("core")
+
+
+async def maintenance_loop(svc: EngineServices) -> None:
+    """Runs until cancelled; a failed round is logged and the loop goes on."""
+    interval = float(svc.config["storage"]["optimize_interval_s"])
+    after_rows = int(svc.config["storage"]["optimize_after_rows"])
+    last = time.monotonic()
+    while True:
+        await asyncio.sleep(min(interval, 5.0))
+        try:
+            await svc.store.ensure_indexes()
+            due = time.monotonic() - last >= interval
+            if due or svc.store.rows_since_optimize >= after_rows:
+                await svc.store.optimize()
+                last = time.monotonic()
+            await retry_embeddings(svc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            _log.warning("maintenance.failed", error=str(exc))
+
+
+async def retry_embeddings(svc: EngineServices) -> None:
+    """One page of due embedding retries: embed, write the vector, record the outcome."""
+    if svc.embedder is None:
+        return
+    due = await svc.run_db(lambda: svc.db.embedding_retries_due(25))
+    for job in due:
+        try:
+            text = str(job["source_text"])
+            vec = (await svc.run_cpu(functools.partial(svc.embed_documents, [text])))[0]
+            await svc.store.update("traces", job["target_id"], {job["vector_field"]: vec.tolist()})
+            status, err = "succeeded", None
+        except Exception as exc:
+            err = str(exc)
+            status = "failed" if job["attempts"] + 1 >= job["max_attempts"] else "pending"
+        attempts = job["attempts"] + 1
+        backoff = min(3_600_000, 60_000 * 2 ** (attempts - 1))
+        params = (status, attempts, err, now_ms() + backoff, job["id"])
+        await svc.run_db(functools.partial(_update_retry, svc, params))
+
+
+def _update_retry(svc: EngineServices, params: tuple[Any, ...]) -> None:
+    svc.db.call(
+        lambda c: c.execute(
+            "UPDATE embedding_retry_queue SET status=?, attempts=?, last_error=?,"
+            " next_attempt_at=? WHERE id=?",
+            params,
+        )
+    )

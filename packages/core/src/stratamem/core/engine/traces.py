@@ -1,0 +1,161 @@
+"""Queries over traces: get, an episode's timeline, list, update and delete.
+
+Every read merges LanceDB with the journal's still-pending rows (read-your-writes) and shows only
+what the caller's namespace may see; deletes are the owner's only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from stratamem.contract.dtos import ListQuery, Namespace, Trace, TracePatch
+from stratamem.core.engine import sessions
+from stratamem.core.engine.services import EngineServices
+from stratamem.core.storage.rows import trace_from_row, visible
+from stratamem.core.storage.visibility import visibility_where
+from stratamem.core.validation import check_id, check_limit, check_text
+
+
+def sql_quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+async def trace_rows(
+    svc: EngineServices, ids: Sequence[str], ns: Namespace, all_ns: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Applied rows from LanceDB plus still-pending journal rows, visible to ``ns`` only.
+
+    Pending rows are snapshotted *before* LanceDB is read: a row applied while the read runs is
+    then in one of the two (never in neither)."""
+    wanted = set(ids)
+    pend = [
+        r
+        for r in svc.journal.pending_rows("trace")
+        if r["id"] in wanted and (all_ns or visible(r, ns))
+    ]
+    where = visibility_where(ns, all_namespaces=all_ns)
+    found = {r["id"]: r for r in await svc.store.get_rows("traces", list(ids), where)}
+    for r in pend:
+        found.setdefault(r["id"], r)
+    return found
+
+
+async def get_trace(svc: EngineServices, trace_id: str, ns: Namespace) -> Trace | None:
+    check_id("trace_id", trace_id)
+    rows = await trace_rows(svc, [trace_id], ns)
+    return trace_from_row(rows[trace_id]) if trace_id in rows else None
+
+
+async def timeline(svc: EngineServices, episode_id: str, ns: Namespace) -> list[Trace]:
+    """The episode's traces in order (≤500), from storage only: no embedding, no ranking."""
+    check_id("episode_id", episode_id)
+    ep = await sessions.get_episode(svc, episode_id, ns)
+    if ep is None:
+        raise sessions.episode_not_found(episode_id)
+    ids = list(ep.trace_ids)[:500]
+    rows = await trace_rows(svc, ids, ns)
+    return [trace_from_row(rows[i], ep.status) for i in ids if i in rows]
+
+
+async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Trace]:
+    check_limit(query.limit, query.offset)
+    where = [visibility_where(ns, all_namespaces=query.include_all_namespaces)]
+    if query.session_id:
+        where.append(f"session_id = {sql_quote(query.session_id)}")
+    if query.q:
+        check_text("q", query.q, 1000)
+        like = sql_quote("%" + query.q.lower().replace("%", "") + "%")
+        where.append(f"(lower(summary) LIKE {like} OR lower(user_text) LIKE {like})")
+    flt = " AND ".join(where)
+    pend = [
+        r
+        for r in svc.journal.pending_rows("trace")
+        if (query.include_all_namespaces or visible(r, ns))
+        and (not query.session_id or r["session_id"] == query.session_id)
+        and (
+            not query.q
+            or query.q.lower() in ((r.get("summary") or "") + (r.get("user_text") or "")).lower()
+        )
+    ]
+    # pending first, storage second (see trace_rows): no row falls between the two reads
+    keys = await svc.store.scan("traces", flt, 10**6, columns=["id", "ts"])
+    seen = {k["id"] for k in keys}
+    allk = [(int(k["ts"]), k["id"]) for k in keys] + [
+        (int(r["ts"]), r["id"]) for r in pend if r["id"] not in seen
+    ]
+    allk.sort(reverse=True)
+    page = [i for _, i in allk[query.offset : query.offset + query.limit]]
+    rows = await trace_rows(svc, page, ns, query.include_all_namespaces)
+    return [trace_from_row(rows[i]) for i in page if i in rows]
+
+
+async def update_trace(
+    svc: EngineServices, trace_id: str, patch: TracePatch, ns: Namespace
+) -> Trace | None:
+    check_id("trace_id", trace_id)
+    values: dict[str, Any] = {}
+    for name in ("summary", "user_text", "agent_text"):
+        v = getattr(patch, name)
+        if v is not None:
+            values[name] = check_text(name, v, svc.max_input, required=False)
+    if patch.tags is not None:
+        values["tags"] = [check_text("tag", t, 64) for t in patch.tags]
+    if await get_trace(svc, trace_id, ns) is None:
+        return None
+    if not values:
+        return await get_trace(svc, trace_id, ns)
+    await svc.drain_journal(15.0)
+    async with svc.journal.write_lock:
+        cur = (await svc.store.get_rows("traces", [trace_id]))[0]
+        merged = {**cur, **values}
+        merged["search_text"] = (
+            "\n".join(str(merged.get(k) or "") for k in ("user_text", "agent_text", "summary"))
+            + "\n"
+            + " ".join(merged.get("tags") or [])
+        )
+        await svc.store.upsert("traces", [merged])
+    svc.bus.emit("trace.updated", {"trace_id": trace_id})
+    return await get_trace(svc, trace_id, ns)
+
+
+async def delete_traces(svc: EngineServices, trace_ids: Sequence[str], ns: Namespace) -> int:
+    """Hard delete, idempotent, owner namespace only (shared rows are not the reader's to delete)."""
+    ids = [check_id("trace_id", t) for t in trace_ids]
+    if not ids:
+        return 0
+    owner = (
+        f"(owner_agent_kind = {sql_quote(ns.agent_kind)}"
+        f" AND owner_profile_id = {sql_quote(ns.profile_id or 'default')}"
+        " OR owner_agent_kind = 'unknown')"
+    )
+    async with svc.journal.write_lock:
+        stored = {r["id"] for r in await svc.store.get_rows("traces", ids, owner)}
+        pend = {
+            r["id"]
+            for r in svc.journal.pending_rows("trace")
+            if r["id"] in set(ids)
+            and visible(r, ns)
+            and (r.get("owner_agent_kind") in (ns.agent_kind, "unknown"))
+        }
+        gone = stored | pend
+        if not gone:
+            return 0
+        seqs = svc.journal.forget(pend)
+        await svc.run_db(lambda: svc.db.journal_mark_applied(seqs, error="deleted"))
+        await svc.store.delete("traces", sorted(stored))
+
+    def unlink(c: sqlite3.Connection) -> None:
+        for row in c.execute("SELECT id, trace_ids_json FROM episodes").fetchall():
+            tids = json.loads(row[1] or "[]")
+            kept = [t for t in tids if t not in gone]
+            if len(kept) != len(tids):
+                c.execute(
+                    "UPDATE episodes SET trace_ids_json=? WHERE id=?", (json.dumps(kept), row[0])
+                )
+
+    await svc.run_db(lambda: svc.db.call(unlink))
+    svc.bus.emit("trace.deleted", {"trace_ids": sorted(gone)})
+    return len(gone)

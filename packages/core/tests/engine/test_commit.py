@@ -1,0 +1,76 @@
+"""engine.commit: turn end -> trace rows -> one journal transaction (the durable ack)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stratamem.contract.dtos import SubagentOutcome, ToolCall, ToolOutcome, TurnResult
+from stratamem.contract.errors import StratamemError
+from stratamem.core.engine import commit, sessions
+from stratamem.core.engine.services import EngineServices
+
+from .conftest import ALICE, now
+
+
+def _result(**kw: object) -> TurnResult:
+    base: dict[str, object] = {
+        "agent": "hermes",
+        "session_id": "s",
+        "agent_text": "done",
+        "ts": now(),
+    }
+    return TurnResult(**{**base, **kw})  # type: ignore[arg-type]
+
+
+async def test_a_turn_end_is_in_the_journal_before_the_ack(svc: EngineServices) -> None:
+    ack = await commit.turn_end(svc, _result(user_text="rotate the logs", turn_key="k"), ALICE)
+    rows = await svc.run_db(
+        lambda: svc.db.query("SELECT * FROM journal WHERE seq=?", (ack.journal_seq,))
+    )
+    assert rows and rows[0]["target_id"] == ack.trace_id and rows[0]["turn_key"] == "k"
+    payload = json.loads(rows[0]["payload_json"])
+    assert payload["owner_profile_id"] == "alice" and "_embed" in payload
+    ep = await sessions.episode_row(svc, ack.episode_id)
+    assert ep is not None and json.loads(ep["trace_ids_json"]) == [ack.trace_id]
+    roles = [t["role"] for t in await sessions.episode_turns(svc, ack.episode_id)]
+    assert roles == ["user", "assistant"]
+
+
+async def test_a_replayed_turn_key_returns_the_first_ack(svc: EngineServices) -> None:
+    a = await commit.turn_end(svc, _result(user_text="q", turn_key="k"), ALICE)
+    b = await commit.turn_end(svc, _result(user_text="q", turn_key="k"), ALICE)
+    assert (a.trace_id, a.journal_seq) == (b.trace_id, b.journal_seq)
+
+
+async def test_no_episode_and_no_user_text_is_a_typed_error(svc: EngineServices) -> None:
+    with pytest.raises(StratamemError) as err:
+        await commit.turn_end(svc, _result(), ALICE)
+    assert err.value.code == "episode_not_found"
+    with pytest.raises(StratamemError) as err:
+        await commit.turn_end(svc, _result(agent_text="", user_text=""), ALICE)
+    assert err.value.code == "invalid_argument"
+
+
+async def test_tool_calls_are_recorded_as_tool_turns(svc: EngineServices) -> None:
+    call = ToolCall(name="grep", input={"q": "x"}, output={"hits": 2})
+    ack = await commit.turn_end(svc, _result(user_text="find x", tool_calls=(call,)), ALICE)
+    got = await sessions.episode_turns(svc, ack.episode_id)
+    assert [t["role"] for t in got] == ["user", "tool", "assistant"]
+    assert json.loads(got[1]["content"]) == {"hits": 2}
+
+
+async def test_capture_rows_say_what_to_embed(svc: EngineServices) -> None:
+    rows = commit.capture_rows(svc, "q?", now(), _result(agent_text="an answer"), ALICE, "ep1")
+    assert rows and all("vec_summary" in r["_embed"] for r in rows)
+
+
+async def test_a_subagent_outcome_is_a_turn_with_a_subagent_call(svc: EngineServices) -> None:
+    turn = commit.subagent_turn(
+        svc, SubagentOutcome(agent="hermes", session_id="s", task="summarise", result="ok")
+    )
+    assert turn.tool_calls[-1].name == "subagent" and turn.user_text == "Subagent task: summarise"
+    ack = await commit.turn_end(svc, turn, ALICE)
+    assert ack.trace_id
+    commit.record_tool_outcome(svc, ToolOutcome(session_id="s", tool="grep", success=True))

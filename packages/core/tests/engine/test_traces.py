@@ -1,0 +1,61 @@
+"""engine.traces: get / timeline / list / update / delete, pending and applied, per namespace."""
+
+from __future__ import annotations
+
+from stratamem.contract.dtos import ListQuery, Namespace, TracePatch, TurnResult
+from stratamem.core.engine import commit, traces
+from stratamem.core.engine.services import EngineServices
+
+from .conftest import ALICE, BOB, now
+
+
+async def _capture(svc: EngineServices, ns: Namespace, text: str, session: str = "s") -> str:
+    r = TurnResult(agent="hermes", session_id=session, user_text=text, agent_text="ok", ts=now())
+    return (await commit.turn_end(svc, r, ns)).trace_id
+
+
+async def test_a_pending_trace_is_readable_by_its_owner_only(svc: EngineServices) -> None:
+    tid = await _capture(svc, ALICE, "the otter den is by the creek")
+    assert svc.journal.pending or await svc.store.count("traces") == 1
+    got = await traces.get_trace(svc, tid, ALICE)
+    assert got is not None and "otter" in (got.user_text or "")
+    assert await traces.get_trace(svc, tid, BOB) is None
+
+
+async def test_list_is_newest_first_filtered_and_paged(svc: EngineServices) -> None:
+    a = await _capture(svc, ALICE, "alpha note", "s1")
+    b = await _capture(svc, ALICE, "beta note", "s2")
+    await _capture(svc, BOB, "bob's note", "s3")
+    await svc.journal.drain(20)
+    ids = [t.id for t in await traces.list_traces(svc, ListQuery(), ALICE)]
+    assert ids == [b, a]
+    assert [t.id for t in await traces.list_traces(svc, ListQuery(q="alpha"), ALICE)] == [a]
+    assert [t.id for t in await traces.list_traces(svc, ListQuery(session_id="s1"), ALICE)] == [a]
+    assert [t.id for t in await traces.list_traces(svc, ListQuery(limit=1, offset=1), ALICE)] == [a]
+
+
+async def test_timeline_is_the_episode_in_order(svc: EngineServices) -> None:
+    r = TurnResult(agent="hermes", session_id="s", user_text="step one", agent_text="ok", ts=now())
+    ack = await commit.turn_end(svc, r, ALICE)
+    r2 = TurnResult(agent="hermes", session_id="s", agent_text="step two", ts=now() + 1)
+    ack2 = await commit.turn_end(svc, r2, ALICE)
+    got = await traces.timeline(svc, ack.episode_id, ALICE)
+    assert [t.id for t in got] == [ack.trace_id, ack2.trace_id]
+
+
+async def test_update_rewrites_text_and_search_text(svc: EngineServices) -> None:
+    tid = await _capture(svc, ALICE, "old words")
+    got = await traces.update_trace(svc, tid, TracePatch(summary="new summary", tags=("t",)), ALICE)
+    assert got is not None and got.summary == "new summary"
+    rows = await svc.store.get_rows("traces", [tid])
+    assert "new summary" in rows[0]["search_text"] and rows[0]["search_text"].endswith("t")
+
+
+async def test_delete_is_the_owners_and_unlinks_the_episode(svc: EngineServices) -> None:
+    tid = await _capture(svc, ALICE, "private")
+    assert await traces.delete_traces(svc, [tid], BOB) == 0
+    assert await traces.delete_traces(svc, [tid], ALICE) == 1
+    assert await traces.delete_traces(svc, [tid], ALICE) == 0
+    assert await traces.get_trace(svc, tid, ALICE) is None
+    eps = await svc.run_db(lambda: svc.db.query("SELECT trace_ids_json FROM episodes"))
+    assert all(tid not in e["trace_ids_json"] for e in eps)
