@@ -116,7 +116,6 @@ class LocalCore:
             model=str(getattr(embedder, "model", "")),
             dimension=int(getattr(embedder, "dimension", 0) or 0),
         )
-        self.namespace = Namespace()
         #: journal entries found unapplied at start-up (replayed by the writer)
         self.replayed = 0
 
@@ -128,7 +127,8 @@ class LocalCore:
         self.services.alive()
 
     def _ns(self, ns: Namespace | None) -> Namespace:
-        return ns or self.namespace
+        """The caller's namespace, else the home's configured default (never another caller's)."""
+        return ns or self.services.default_namespace
 
     def _mode(self) -> str:
         return "lightweight" if self.lightweight else "full"
@@ -195,7 +195,7 @@ class LocalCore:
             mode=self._mode(),
             mode_reason=self.mode_reason,
             home=str(self.home),
-            namespace=self.namespace,
+            namespace=self.services.default_namespace,
             llm=llm_health,
             embedder=self._embed_health,
             journal_backlog=len(self.journal.pending),
@@ -248,7 +248,6 @@ class LocalCore:
         self._alive()
         turns.check_turn_input(self.services, turn)
         ns = turn.namespace or Namespace(agent_kind=turn.agent)
-        self.namespace = ns
         return await turns.turn_start(self.services, self._starts, turn, ns)
 
     async def turn_end(self, result: TurnResult) -> TurnEndAck:
@@ -268,7 +267,7 @@ class LocalCore:
     # ------------------------------------------------------------------ retrieval
     async def search(self, query: RetrievalQuery) -> RetrievalResult:
         self._alive()
-        return await recall.search(self.services, query, query.namespace or self.namespace)
+        return await recall.search(self.services, query, self._ns(query.namespace))
 
     async def wait_for_writes(self, deadline_at: int | None) -> list[dict[str, Any]]:
         """Read-your-writes: wait (within ~half the remaining budget) for every acknowledged turn to

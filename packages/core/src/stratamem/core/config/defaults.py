@@ -47,6 +47,8 @@ DEFAULTS: dict[str, Any] = {
         "temperature": 0.0,
         "timeout_ms": 60000,
     },
+    #: the namespace of a call that names none (reads, health); never another caller's
+    "namespace": {"agent_kind": "unknown", "profile_id": "default"},
     "algorithm": {"lightweight_memory": {"enabled": True}},
     "capture": {
         "max_text_chars": 4000,

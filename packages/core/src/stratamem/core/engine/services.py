@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from stratamem.contract.dtos import Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.events import EventBus
 from stratamem.core.ids import now_ms
@@ -48,6 +49,11 @@ class EngineServices:
         self.llm = llm
         self.bus = bus
         self.lightweight = bool(config["algorithm"]["lightweight_memory"]["enabled"])
+        ns = config["namespace"]
+        #: the home's configured namespace for calls that name none (fixed for the core's life)
+        self.default_namespace = Namespace(
+            agent_kind=str(ns["agent_kind"]), profile_id=str(ns["profile_id"])
+        )
         #: the full-mode learner (``None`` in lightweight mode); set by the facade
         self.learner: Any = None
         self.db_executor = ThreadPoolExecutor(1, thread_name_prefix="stratamem-sqlite")

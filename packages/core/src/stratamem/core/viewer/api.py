@@ -156,7 +156,7 @@ class ViewerApi:
             parsed = parse_namespace(str(spaces[0]["namespace"]))
             assert parsed is not None
             return parsed
-        ns: Namespace = self.core.namespace
+        ns: Namespace = self.core.services.default_namespace
         return ns
 
     # ------------------------------------------------------------------ system
