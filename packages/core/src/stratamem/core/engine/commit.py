@@ -25,7 +25,7 @@ from stratamem.core.engine import sessions
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import new_id, now_ms
 from stratamem.core.storage.journal import payload_json
-from stratamem.core.storage.rows import owner_columns
+from stratamem.core.storage.ownership import owner_columns
 from stratamem.core.telemetry import span
 from stratamem.core.validation import bad, check_id, check_text
 

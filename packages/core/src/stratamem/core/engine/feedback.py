@@ -11,7 +11,7 @@ from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine import sessions, traces
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import new_id, now_ms
-from stratamem.core.storage.rows import owner_columns
+from stratamem.core.storage.ownership import owner_columns
 from stratamem.core.telemetry import get_logger
 from stratamem.core.validation import bad, check_id, check_text
 

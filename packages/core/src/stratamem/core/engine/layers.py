@@ -8,24 +8,16 @@ from typing import Any
 from stratamem.contract.dtos import ListQuery, Namespace, Policy, Skill, SkillGetOptions, WorldModel
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine.services import EngineServices
-from stratamem.core.engine.traces import sql_quote
 from stratamem.core.ids import now_ms
+from stratamem.core.storage.ownership import Scope, owned_where, quote
 from stratamem.core.storage.rows import policy_from_row, skill_from_row, world_model_from_row
-from stratamem.core.storage.visibility import visibility_where
 from stratamem.core.validation import bad, check_id, check_limit
-
-
-def owner_where(ns: Namespace) -> str:
-    return (
-        f"(owner_agent_kind = {sql_quote(ns.agent_kind)}"
-        f" AND owner_profile_id = {sql_quote(ns.profile_id or 'default')})"
-    )
 
 
 async def get_one(
     svc: EngineServices, table: str, row_id: str, ns: Namespace
 ) -> dict[str, Any] | None:
-    rows = await svc.store.get_rows(table, [row_id], visibility_where(ns))
+    rows = await svc.store.get_rows(table, [row_id], Scope.visible(ns).where)
     return rows[0] if rows else None
 
 
@@ -33,11 +25,16 @@ async def list_rows(
     svc: EngineServices, table: str, query: ListQuery, ns: Namespace, order: str = "updated_at"
 ) -> list[dict[str, Any]]:
     check_limit(query.limit, query.offset)
-    where = [visibility_where(ns, all_namespaces=query.include_all_namespaces)]
+    scope = (
+        Scope.everything("list_all_namespaces")
+        if query.include_all_namespaces
+        else Scope.visible(ns)
+    )
+    where = [scope.where]
     if query.status:
-        where.append(f"status = {sql_quote(query.status)}")
+        where.append(f"status = {quote(query.status)}")
     if query.q:
-        where.append(f"lower(search_text) LIKE {sql_quote('%' + query.q.lower() + '%')}")
+        where.append(f"lower(search_text) LIKE {quote('%' + query.q.lower() + '%')}")
     rows = await svc.store.scan(table, " AND ".join(where), 10**6)
     rows.sort(key=lambda r: r.get(order) or 0, reverse=True)
     return rows[query.offset : query.offset + query.limit]
@@ -45,7 +42,7 @@ async def list_rows(
 
 async def delete_owned(svc: EngineServices, table: str, row_id: str, ns: Namespace) -> bool:
     check_id("id", row_id)
-    rows = await svc.store.get_rows(table, [row_id], owner_where(ns))
+    rows = await svc.store.get_rows(table, [row_id], owned_where(ns))
     if not rows:
         return False
     await svc.store.delete(table, [row_id])
@@ -99,7 +96,7 @@ async def get_skill(
     row = await get_one(svc, "skills", skill_id, ns)
     if row is None:
         by_name = await svc.store.scan(
-            "skills", f"name = {sql_quote(skill_id)} AND {visibility_where(ns)}", 2
+            "skills", Scope.visible(ns).where_and(f"name = {quote(skill_id)}"), 2
         )
         row = by_name[0] if len(by_name) == 1 else None
     if row is None:
@@ -124,7 +121,7 @@ async def list_skills(svc: EngineServices, query: ListQuery, ns: Namespace) -> l
 
 async def archive_skill(svc: EngineServices, skill_id: str, reason: str, ns: Namespace) -> Skill:
     check_id("skill_id", skill_id)
-    rows = await svc.store.get_rows("skills", [skill_id], owner_where(ns))
+    rows = await svc.store.get_rows("skills", [skill_id], owned_where(ns))
     if not rows:
         raise StratamemError(
             ErrorCode.SKILL_NOT_FOUND, f"skill {skill_id!r} not found", {"skill_id": skill_id}

@@ -11,7 +11,7 @@ from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import now_ms
 from stratamem.core.retrieval.engine import retrieve as rank_and_render
-from stratamem.core.storage.rows import visible
+from stratamem.core.storage.ownership import is_visible
 from stratamem.core.telemetry import get_logger, span
 from stratamem.core.validation import bad, check_id, check_text, check_top_k
 
@@ -89,7 +89,7 @@ async def retrieve_safely(
 async def retrieve(svc: EngineServices, query: RetrievalQuery, ns: Namespace) -> RetrievalResult:
     """Stored rows plus the journal's still-pending rows visible to ``ns``, ranked."""
     pending = await svc.wait_for_writes(query.deadline_at)
-    pending = [r for r in pending if visible(r, ns)]
+    pending = [r for r in pending if is_visible(r, ns)]
     out: RetrievalResult = await rank_and_render(
         core=svc, query=query, namespace=ns, pending=pending, config=svc.config
     )

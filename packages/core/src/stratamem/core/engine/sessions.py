@@ -13,8 +13,8 @@ from stratamem.contract.dtos import Episode, ListQuery, Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import new_id, now_ms
-from stratamem.core.storage.rows import episode_from_row, owner_columns
-from stratamem.core.storage.visibility import visibility_where
+from stratamem.core.storage.ownership import Scope, owner_columns
+from stratamem.core.storage.rows import episode_from_row
 from stratamem.core.validation import check_id, check_limit, check_text
 
 
@@ -279,7 +279,12 @@ async def close_episode(svc: EngineServices, episode_id: str) -> None:
 
 async def list_episodes(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Episode]:
     check_limit(query.limit, query.offset)
-    where = [visibility_where(ns, all_namespaces=query.include_all_namespaces)]
+    scope = (
+        Scope.everything("list_all_namespaces")
+        if query.include_all_namespaces
+        else Scope.visible(ns)
+    )
+    where = [scope.where]
     params: list[Any] = []
     if query.session_id:
         where.append("session_id = ?")
@@ -298,6 +303,6 @@ async def list_episodes(svc: EngineServices, query: ListQuery, ns: Namespace) ->
 
 async def get_episode(svc: EngineServices, episode_id: str, ns: Namespace) -> Episode | None:
     check_id("episode_id", episode_id)
-    sql = f"SELECT * FROM episodes WHERE id=? AND {visibility_where(ns)}"
+    sql = f"SELECT * FROM episodes WHERE id=? AND {Scope.visible(ns).where}"
     rows = await svc.run_db(lambda: svc.db.query(sql, (episode_id,)))
     return episode_from_row(rows[0]) if rows else None

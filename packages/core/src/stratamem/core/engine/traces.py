@@ -14,13 +14,14 @@ from typing import Any
 from stratamem.contract.dtos import ListQuery, Namespace, Trace, TracePatch
 from stratamem.core.engine import sessions
 from stratamem.core.engine.services import EngineServices
-from stratamem.core.storage.rows import trace_from_row, visible
-from stratamem.core.storage.visibility import visibility_where
+from stratamem.core.storage.ownership import UNKNOWN_KIND, Scope, owned_where, quote
+from stratamem.core.storage.rows import trace_from_row
 from stratamem.core.validation import check_id, check_limit, check_text
 
 
-def sql_quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+def read_scope(ns: Namespace, all_ns: bool = False) -> Scope:
+    """Rows visible to ``ns``, or every namespace's for an explicit all-namespaces listing."""
+    return Scope.everything("list_all_namespaces") if all_ns else Scope.visible(ns)
 
 
 async def trace_rows(
@@ -31,13 +32,9 @@ async def trace_rows(
     Pending rows are snapshotted *before* LanceDB is read: a row applied while the read runs is
     then in one of the two (never in neither)."""
     wanted = set(ids)
-    pend = [
-        r
-        for r in svc.journal.pending_rows("trace")
-        if r["id"] in wanted and (all_ns or visible(r, ns))
-    ]
-    where = visibility_where(ns, all_namespaces=all_ns)
-    found = {r["id"]: r for r in await svc.store.get_rows("traces", list(ids), where)}
+    scope = read_scope(ns, all_ns)
+    pend = [r for r in svc.journal.pending_rows("trace") if r["id"] in wanted and scope.accepts(r)]
+    found = {r["id"]: r for r in await svc.store.get_rows("traces", list(ids), scope.where)}
     for r in pend:
         found.setdefault(r["id"], r)
     return found
@@ -62,18 +59,19 @@ async def timeline(svc: EngineServices, episode_id: str, ns: Namespace) -> list[
 
 async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Trace]:
     check_limit(query.limit, query.offset)
-    where = [visibility_where(ns, all_namespaces=query.include_all_namespaces)]
+    scope = read_scope(ns, query.include_all_namespaces)
+    where = [scope.where]
     if query.session_id:
-        where.append(f"session_id = {sql_quote(query.session_id)}")
+        where.append(f"session_id = {quote(query.session_id)}")
     if query.q:
         check_text("q", query.q, 1000)
-        like = sql_quote("%" + query.q.lower().replace("%", "") + "%")
+        like = quote("%" + query.q.lower().replace("%", "") + "%")
         where.append(f"(lower(summary) LIKE {like} OR lower(user_text) LIKE {like})")
     flt = " AND ".join(where)
     pend = [
         r
         for r in svc.journal.pending_rows("trace")
-        if (query.include_all_namespaces or visible(r, ns))
+        if scope.accepts(r)
         and (not query.session_id or r["session_id"] == query.session_id)
         and (
             not query.q
@@ -126,19 +124,16 @@ async def delete_traces(svc: EngineServices, trace_ids: Sequence[str], ns: Names
     ids = [check_id("trace_id", t) for t in trace_ids]
     if not ids:
         return 0
-    owner = (
-        f"(owner_agent_kind = {sql_quote(ns.agent_kind)}"
-        f" AND owner_profile_id = {sql_quote(ns.profile_id or 'default')}"
-        " OR owner_agent_kind = 'unknown')"
-    )
+    # the owner's rows, plus legacy rows without an owner
+    owner = f"({owned_where(ns)} OR owner_agent_kind = {quote(UNKNOWN_KIND)})"
     async with svc.journal.write_lock:
         stored = {r["id"] for r in await svc.store.get_rows("traces", ids, owner)}
         pend = {
             r["id"]
             for r in svc.journal.pending_rows("trace")
             if r["id"] in set(ids)
-            and visible(r, ns)
-            and (r.get("owner_agent_kind") in (ns.agent_kind, "unknown"))
+            and Scope.visible(ns).accepts(r)
+            and (r.get("owner_agent_kind") in (ns.agent_kind, UNKNOWN_KIND))
         }
         gone = stored | pend
         if not gone:

@@ -18,7 +18,7 @@ from stratamem.core import routing
 from stratamem.core.engine import recall, sessions
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import now_ms
-from stratamem.core.storage.rows import owner_columns
+from stratamem.core.storage.ownership import owner_columns
 from stratamem.core.telemetry import get_logger, span
 from stratamem.core.validation import bad, check_id, check_text
 
