@@ -19,7 +19,7 @@ from stratamem.core.capture.steps import (
 )
 from stratamem.core.capture.summary import heuristic_summary
 from stratamem.core.capture.tags import extract_tags
-from stratamem.core.config.defaults import DEFAULTS
+from stratamem.core.config.settings import lookup
 
 LIGHTWEIGHT_TAG = "lightweight_memory"
 #: each half of the whole turn embedded for vec_summary (the embedder truncates further by tokens)
@@ -86,8 +86,7 @@ class TraceDraft:
 
 
 def _cfg(config: Mapping[str, Any] | None, key: str) -> Any:
-    section = (config or {}).get("capture") or {}
-    return section.get(key, DEFAULTS["capture"][key])
+    return lookup(config, "capture", key)
 
 
 def _calls_json(calls: Sequence[ToolCall]) -> str:

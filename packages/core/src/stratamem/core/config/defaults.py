@@ -18,6 +18,7 @@ DEFAULTS: dict[str, Any] = {
         "endpoint": "",
         "api_key": "",
         "timeout_ms": 30000,
+        "max_retries": 3,
         "batch_size": 32,
         "cache": {"enabled": True, "max_items": 20000},
     },
@@ -30,6 +31,8 @@ DEFAULTS: dict[str, Any] = {
         "fallback_to_host": True,
         "timeout_ms": 45000,
         "max_retries": 3,
+        #: after a terminal refusal (bad key, unknown model) the provider is not called for this long
+        "breaker_cooldown_s": 300.0,
     },
     "l3_llm": {
         "provider": "",
@@ -297,6 +300,15 @@ DEFAULTS: dict[str, Any] = {
         "timezone": "UTC",
         "console": False,
         "file": True,
+        #: size-rotated app/error logs: bytes per file and files kept
+        "file_max_bytes": 50 * 1024 * 1024,
+        "file_backups": 14,
+        #: the side channels (``llm.jsonl``, ``perf.jsonl``, ``events.jsonl``)
+        "llm_log": True,
+        "perf_log": True,
+        "events_log": True,
+        #: inside a host process: leave logging to the host ("host") or install our sinks ("own")
+        "embedded": "host",
         "redact_keys": ["api_key", "secret", "token", "password", "authorization"],
     },
     "runtime": {"executor_workers": 2},

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.config.settings import Section
 from stratamem.core.embedding.base import Vectors, check_text, check_texts, l2_normalise
 from stratamem.core.llm.transport import HttpError, join_url, post_json
 from stratamem.core.telemetry import get_logger, span
@@ -135,13 +136,14 @@ class OpenAICompatibleEmbedder:
 
 
 def create_openai_embedder(config: Mapping[str, Any]) -> OpenAICompatibleEmbedder:
+    emb = Section("embedding", config)
     dim = config.get("dimension") or config.get("dimensions")
     return OpenAICompatibleEmbedder(
         str(config.get("endpoint") or ""),
         str(config.get("model") or ""),
         api_key=str(config.get("api_key") or ""),
-        timeout_s=float(config.get("timeout_ms") or 30000) / 1000.0,
-        max_retries=int(config.get("max_retries", 3)),
-        batch_size=int(config.get("batch_size") or 32),
+        timeout_s=float(config.get("timeout_ms") or emb["timeout_ms"]) / 1000.0,
+        max_retries=emb.get_int("max_retries"),
+        batch_size=int(config.get("batch_size") or emb["batch_size"]),
         dimension=int(dim) if dim else None,
     )

@@ -12,18 +12,21 @@ from typing import Any
 import numpy as np
 from usearch.index import Index
 
+from stratamem.core.config.settings import Section
+
 
 class Ann:
     def __init__(self, dim: int, cfg: Mapping[str, Any]) -> None:
+        cfg = Section("storage", cfg)
         self.index = Index(
             ndim=dim,
             metric="cos",
-            dtype=str(cfg.get("hot_ann_dtype", "i8")),
-            connectivity=int(cfg.get("hot_ann_connectivity", 16)),
-            expansion_add=int(cfg.get("hot_ann_expansion_add", 64)),
-            expansion_search=int(cfg.get("hot_ann_expansion_search", 96)),
+            dtype=cfg.get_str("hot_ann_dtype"),
+            connectivity=cfg.get_int("hot_ann_connectivity"),
+            expansion_add=cfg.get_int("hot_ann_expansion_add"),
+            expansion_search=cfg.get_int("hot_ann_expansion_search"),
         )
-        self.threads = int(cfg.get("hot_ann_threads", 2))
+        self.threads = cfg.get_int("hot_ann_threads")
 
     def __len__(self) -> int:
         return len(self.index)

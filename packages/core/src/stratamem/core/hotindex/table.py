@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from stratamem.contract.dtos import Namespace
+from stratamem.core.config.settings import Section
 from stratamem.core.hotindex.ann import Ann
 from stratamem.core.hotindex.lexical import Lexical, Substrings
 from stratamem.core.storage.ownership import is_visible
@@ -47,7 +48,7 @@ class HotTable:
         self.name = name
         self.vec_cols = tuple(vec_cols)
         self.dim = dim
-        self.cfg = cfg
+        self.cfg = Section("storage", cfg)
         self.ids: list[str | None] = []
         self.rows: list[Row | None] = []
         self.slot_of: dict[str, int] = {}
@@ -203,7 +204,7 @@ class HotTable:
 
     # -- ANN upkeep --------------------------------------------------------------------------
     def needs_ann(self, col: str) -> bool:
-        threshold = int(self.cfg.get("hot_ann_threshold_rows", 20_000))
+        threshold = self.cfg.get_int("hot_ann_threshold_rows")
         return (
             self.ann[col] is None
             and self._ann_log[col] is None
@@ -309,7 +310,7 @@ class HotTable:
         if ann is not None and count > 4 * limit:
             share = count / max(1, len(ann))
             fetch = math.ceil(limit * 2 / max(share, 1e-9))
-            if fetch <= int(self.cfg.get("hot_ann_max_fetch", 2_000)):
+            if fetch <= self.cfg.get_int("hot_ann_max_fetch"):
                 got = ann.search(qvec, max(fetch, limit * 2))
                 got = got[(got >= 0) & (got < n)]
                 got = got[valid[got]]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from stratamem.contract.dtos import Namespace
-from stratamem.core.config.defaults import DEFAULTS
+from stratamem.core.config.settings import lookup
 from stratamem.core.engine.sessions import patch_episode_meta
 from stratamem.core.learning import prompts
 from stratamem.core.llm import background_llm, complete_json
@@ -45,10 +45,7 @@ class LearningContext:
 
     # -- config / events ---------------------------------------------------------------------
     def cfg(self, section: str, key: str) -> Any:
-        sect = self.config.get(section)
-        if isinstance(sect, Mapping) and key in sect:
-            return sect[key]
-        return DEFAULTS[section][key]
+        return lookup(self.config, section, key)
 
     def emit(
         self,

@@ -6,6 +6,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stratamem.core.config.settings import Section
+
 _TRIVIAL_LINE = re.compile(
     r"^\s*(?:hi|hello|hey|yo|test(?:ing)?|ok(?:ay)?|k|thanks?|thank you|thx|bye|good (?:morning|night)|"
     r"你好|谢谢|好的|嗯|哈喽)\s*[.!?。！？]*\s*$|^[\s\W_]+$",
@@ -32,10 +34,11 @@ def skip_reason(turns: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> s
     tools = [t for t in turns if t["role"] == "tool"]
     if not users:
         return "no_user_turns"
-    if min(len(users), len(assistants)) < int(cfg.get("min_exchanges_for_completion", 1)):
+    cfg = Section("reward", cfg)
+    if min(len(users), len(assistants)) < cfg.get_int("min_exchanges_for_completion"):
         return "too_few_exchanges"
     text = "\n".join(users + assistants)
-    min_chars = int(cfg.get("min_content_chars_for_completion", 40))
+    min_chars = cfg.get_int("min_content_chars_for_completion")
     if not _CJK.search(text):
         min_chars *= 2
     if len(text.strip()) < min_chars:
@@ -44,9 +47,9 @@ def skip_reason(turns: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> s
         return "trivial_user_text"
     asst_chars = sum(len(a) for a in assistants)
     if (
-        len(tools) >= float(cfg.get("tool_heavy_ratio", 0.7)) * len(turns)
+        len(tools) >= cfg.get_float("tool_heavy_ratio") * len(turns)
         and len(users) <= 1
-        and asst_chars < int(cfg.get("min_assistant_chars_for_tool_heavy", 80))
+        and asst_chars < cfg.get_int("min_assistant_chars_for_tool_heavy")
     ):
         return "tool_heavy"
     if len(users) >= 3 and len({" ".join(u.lower().split()) for u in users}) / len(users) < 0.4:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.config.settings import Section
 from stratamem.core.llm.base import Completion, LlmFactory, LlmProvider, Message
 from stratamem.core.llm.fallback import HostFallbackLlm
 from stratamem.core.llm.host import HostLlmRegistry
@@ -42,7 +43,7 @@ def load_llm(
     llm = factory(cfg)
     if llm is None:
         return None
-    if provider != "host" and cfg.get("fallback_to_host", True):
+    if provider != "host" and Section("llm", cfg).get_bool("fallback_to_host"):
         return HostFallbackLlm(llm, host_registry)
     return llm
 

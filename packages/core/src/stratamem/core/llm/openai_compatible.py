@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.config.settings import Section
 from stratamem.core.llm.base import Completion, Message, check_messages, usage_of
 from stratamem.core.llm.breaker import DEFAULT_COOLDOWN_S, CircuitBreaker
 from stratamem.core.llm.limits import ConcurrencyLimit
@@ -165,11 +166,12 @@ class OpenAICompatibleLlm:
 
 
 def create_openai_llm(config: Mapping[str, Any]) -> OpenAICompatibleLlm:
+    llm = Section("llm", config)
     return OpenAICompatibleLlm(
         str(config.get("endpoint") or ""),
         str(config.get("model") or ""),
         api_key=str(config.get("api_key") or ""),
-        timeout_s=float(config.get("timeout_ms") or 45000) / 1000.0,
-        max_retries=int(config.get("max_retries", 3)),
-        cooldown_s=float(config.get("breaker_cooldown_s", DEFAULT_COOLDOWN_S)),
+        timeout_s=float(config.get("timeout_ms") or llm["timeout_ms"]) / 1000.0,
+        max_retries=llm.get_int("max_retries"),
+        cooldown_s=llm.get_float("breaker_cooldown_s"),
     )

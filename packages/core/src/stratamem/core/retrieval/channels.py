@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from lancedb.query import FullTextOperator, MatchQuery
 
+from stratamem.core.config.settings import Section
 from stratamem.core.retrieval.candidates import unit
 from stratamem.core.retrieval.filters import like
 from stratamem.core.retrieval.text import (
@@ -78,8 +79,8 @@ POSTFILTER_OVERFETCH = 4
 
 def ann_ef(store: Any, limit: int) -> int:
     """HNSW ``ef`` must cover ``limit × refine_factor`` candidates (LanceDB refuses a smaller one)."""
-    cfg = getattr(store, "cfg", {}) or {}
-    return max(int(cfg.get("ann_ef", 100)), limit * int(cfg.get("ann_refine_factor", 5)))
+    cfg = Section("storage", getattr(store, "cfg", None))
+    return max(cfg.get_int("ann_ef"), limit * cfg.get_int("ann_refine_factor"))
 
 
 async def table_fts(table: Any, text: str, where: str, limit: int) -> Scored:

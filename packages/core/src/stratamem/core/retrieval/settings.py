@@ -6,14 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from stratamem.core.config.defaults import DEFAULTS
+from stratamem.core.config.settings import lookup
 
 
 def setting(config: Mapping[str, Any] | None, key: str, section: str = "retrieval") -> Any:
     """``config[section][key]`` when present, else the effective default (memos-core §6.2)."""
-    sect = (config or {}).get(section)
-    if isinstance(sect, Mapping) and key in sect:
-        return sect[key]
-    return DEFAULTS[section][key]
+    return lookup(config, section, key)
 
 
 def lightweight_of(config: Mapping[str, Any] | None) -> bool:

@@ -21,6 +21,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.config.defaults import DEFAULTS
+from stratamem.core.config.settings import Section
 from stratamem.core.server import sockets
 from stratamem.core.server.auth import (
     OWNER,
@@ -182,8 +184,8 @@ class Service:
                 tcp.append((host, port))
         if len(tcp) > 1:
             raise StratamemError(ErrorCode.INVALID_ARGUMENT, "at most one HOST:PORT listener")
-        server_cfg = self.config.get("server", {})
-        tokens = normalise_tokens(self.opts.token, server_cfg.get("tokens"))
+        server_cfg = Section("server", self.config.get("server"))
+        tokens = normalise_tokens(self.opts.token, server_cfg["tokens"])
         for host, _ in tcp:
             if not is_loopback(host) and not tokens:
                 raise StratamemError(
@@ -194,7 +196,7 @@ class Service:
                 )
         # the owner's socket, always
         sock = unix_path or sockets.socket_path_for(
-            self.home, str(server_cfg.get("socket") or "stratamem.sock")
+            self.home, server_cfg.get_str("socket") or str(DEFAULTS["server"]["socket"])
         )
         sock.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         sockets.clear_stale(sock)
@@ -218,7 +220,7 @@ class Service:
             tcp_server = self._server(
                 principal_of, [BearerAuthInterceptor(auth)] if auth.required else []
             )
-            creds = _tls_credentials(self.opts, dict(server_cfg.get("tls") or {}))
+            creds = _tls_credentials(self.opts, dict(server_cfg["tls"] or {}))
             target = f"[{host.strip('[]')}]:{port}" if ":" in host.strip("[]") else f"{host}:{port}"
             bound = (
                 tcp_server.add_secure_port(target, creds)

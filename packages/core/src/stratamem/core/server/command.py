@@ -16,6 +16,7 @@ from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.commands.common import reads_home
+from stratamem.core.config.settings import Section
 
 EXIT_OWNED = 3
 
@@ -91,7 +92,8 @@ async def serve(args: argparse.Namespace) -> int:
     configure_tracing(core.config)
     attach_event_log(core.bus)
     insights = InsightScheduler(
-        lambda: [Path(r) for r in core.config.get("workspace", {}).get("roots", [])], core.llm
+        lambda: [Path(r) for r in Section("workspace", core.config.get("workspace"))["roots"]],
+        core.llm,
     )
     opts = ServeOptions(
         listen=list(args.listen),

@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 from google.protobuf import message_factory
 
+from stratamem.core.config.settings import Section
 from stratamem.core.server.rpc import Call, Wrapper
 from stratamem.v1 import workspace_pb2 as w
 
@@ -54,7 +55,7 @@ class WorkspaceServicer:
         if self._shared.get("memory") is None:
             from stratamem.core.workspace.service import WorkspaceMemory
 
-            roots = list(self.core.config.get("workspace", {}).get("roots") or [])
+            roots = list(Section("workspace", self.core.config.get("workspace"))["roots"] or [])
             embedder = getattr(self.core, "embedder", None)
             self._shared["memory"] = WorkspaceMemory(
                 self.core.home,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from stratamem.core.config.defaults import DEFAULTS
+from stratamem.core.config.settings import Section
 from stratamem.core.events import EventBus
 from stratamem.core.ids import now_ms
 from stratamem.core.storage.lance import LanceStore
@@ -59,7 +59,7 @@ class JournalWriter:
         self.bus = bus
         self._db_exec = db_exec
         self._cpu_exec = cpu_exec
-        self.cfg = {**DEFAULTS["journal"], **cfg}
+        self.cfg = Section("journal", cfg)
         #: seq -> journal row (kind, target_id, payload dict, ...) not yet applied
         self.pending: dict[int, dict[str, Any]] = {}
         #: seq -> (failed attempts, monotonic time of the next try) for entries that failed
@@ -366,7 +366,7 @@ class JournalWriter:
                             col,
                             text,
                             err,
-                            int(self.cfg.get("embedding_retry_max_attempts", 6)),
+                            self.cfg.get_int("embedding_retry_max_attempts"),
                         )
 
                 self.db.call(run)

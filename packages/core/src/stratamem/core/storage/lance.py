@@ -25,6 +25,7 @@ import pyarrow as pa
 from lancedb.index import FTS, IvfHnswSq
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.config.settings import Section
 from stratamem.core.hotindex import HotIndex
 from stratamem.core.storage.ownership import ids_where as ids_where  # re-export (local.py)
 from stratamem.core.storage.ownership import quote
@@ -41,7 +42,7 @@ class LanceStore:
         self.path = path
         self.dim = dim
         self.model = model
-        self.cfg = storage_cfg
+        self.cfg = Section("storage", storage_cfg)
         self._db: lancedb.AsyncConnection | None = None
         self._tables: dict[str, lancedb.AsyncTable] = {}
         self._fts_ready: set[str] = set()
@@ -52,7 +53,7 @@ class LanceStore:
         #: the in-memory mirror recall reads (None when ``storage.hot_index`` is off)
         self.hot: HotIndex | None = (
             HotIndex({n: v for n, (_f, v) in TABLES.items()}, dim, storage_cfg)
-            if storage_cfg.get("hot_index", True)
+            if self.cfg.get_bool("hot_index")
             else None
         )
 
@@ -61,8 +62,8 @@ class LanceStore:
         self.path.mkdir(parents=True, exist_ok=True)
         mb = 1 << 20
         session = lancedb.Session(
-            index_cache_size_bytes=int(self.cfg.get("lance_index_cache_mb", 64)) * mb,
-            metadata_cache_size_bytes=int(self.cfg.get("lance_metadata_cache_mb", 32)) * mb,
+            index_cache_size_bytes=self.cfg.get_int("lance_index_cache_mb") * mb,
+            metadata_cache_size_bytes=self.cfg.get_int("lance_metadata_cache_mb") * mb,
         )
         self._db = await lancedb.connect_async(str(self.path), session=session)
         existing = set((await self._db.list_tables()).tables)
@@ -220,8 +221,8 @@ class LanceStore:
         )
         q = self.tune_vector_query(q, name, column, exact=exact)
         if not exact and self.has_ann(name, column):  # HNSW ef must cover limit × refine_factor
-            refine = int(self.cfg.get("ann_refine_factor", 5))
-            q = q.ef(max(int(self.cfg.get("ann_ef", 100)), limit * refine))
+            refine = self.cfg.get_int("ann_refine_factor")
+            q = q.ef(max(self.cfg.get_int("ann_ef"), limit * refine))
         if columns:
             q = q.select([*columns, "_distance"])
         return (await q.to_arrow()).to_pylist()  # type: ignore[no-any-return]
@@ -233,9 +234,9 @@ class LanceStore:
         if exact or not self.has_ann(name, column):
             return q.bypass_vector_index()
         return (
-            q.nprobes(int(self.cfg.get("ann_nprobes", 20)))
-            .ef(int(self.cfg.get("ann_ef", 100)))
-            .refine_factor(int(self.cfg.get("ann_refine_factor", 5)))
+            q.nprobes(self.cfg.get_int("ann_nprobes"))
+            .ef(self.cfg.get_int("ann_ef"))
+            .refine_factor(self.cfg.get_int("ann_refine_factor"))
         )
 
     async def fts_search(
@@ -253,7 +254,7 @@ class LanceStore:
     async def ensure_indexes(self) -> list[str]:
         """FTS once a table has rows; ANN once a vector column passes the threshold."""
         built: list[str] = []
-        threshold = int(self.cfg.get("ann_threshold_rows", 50000))
+        threshold = self.cfg.get_int("ann_threshold_rows")
         async with self.index_lock:
             for name, (_f, vecs) in TABLES.items():
                 tbl = self._tables[name]
@@ -292,7 +293,7 @@ class LanceStore:
 
     async def optimize(self) -> None:
         """Compact, fold new rows into indexes, drop versions older than the bounded window."""
-        older = timedelta(seconds=int(self.cfg.get("cleanup_older_than_s", 3600)))
+        older = timedelta(seconds=self.cfg.get_int("cleanup_older_than_s"))
         async with self.index_lock:
             for tbl in self._tables.values():
                 await tbl.optimize(cleanup_older_than=older)

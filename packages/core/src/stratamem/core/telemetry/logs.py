@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 from opentelemetry import trace
 
+from stratamem.core.config.settings import Section
 from stratamem.core.telemetry.redact import Redactor
 from stratamem.core.telemetry.sinks import (
     CHANNEL_ATTR,
@@ -130,8 +131,8 @@ def configure_logging(
     ``embedded=True`` the host's logging is left alone (records propagate to it) unless
     ``logging.embedded`` is ``"own"``.
     """
-    cfg = _section(config or {})
-    level_name = str(cfg.get("level", "info")).upper()
+    cfg = Section("logging", _section(config or {}))
+    level_name = cfg.get_str("level").upper()
     level = logging.getLevelName(level_name)
     if not isinstance(level, int):
         from stratamem.contract.errors import ErrorCode, StratamemError
@@ -144,18 +145,18 @@ def configure_logging(
     _redactor.add_keys(str(k) for k in (cfg.get("redact_keys") or ()))
     _remove_owned_handlers()
     _state["perf"] = False
-    if embedded and str(cfg.get("embedded", "host")) != "own":
+    if embedded and cfg.get_str("embedded") != "own":
         _std.propagate = True
         _std.setLevel(logging.NOTSET)
         return LoggingSetup(owned=False, level=level)
     _std.setLevel(level)
     _std.propagate = False
     setup = LoggingSetup(owned=True, level=level)
-    if home is not None and cfg.get("file", True):
+    if home is not None and cfg.get_bool("file"):
         logs = Path(home) / "logs"
         logs.mkdir(parents=True, exist_ok=True, mode=0o700)
-        max_bytes = int(cfg.get("file_max_bytes", 50 * 1024 * 1024))
-        backups = int(cfg.get("file_backups", 14))
+        max_bytes = cfg.get_int("file_max_bytes")
+        backups = cfg.get_int("file_backups")
         files = {
             "app": logs / "stratamem.log",
             "error": logs / "error.log",
@@ -172,7 +173,7 @@ def configure_logging(
         _add(rotating_file(files["error"], max_bytes=max_bytes, backups=backups), logging.ERROR)
         _add(MonthlyFileHandler(files[AUDIT]), logging.DEBUG, include=(AUDIT,))
         for channel in (LLM, PERF, EVENTS):
-            if cfg.get(f"{channel}_log", True) is False:
+            if cfg[f"{channel}_log"] is False:
                 files.pop(channel)
                 continue
             _add(
@@ -186,7 +187,7 @@ def configure_logging(
                 logging.INFO
             )  # perf/llm/events lines are info; the app log keeps its level
         setup.logs_dir, setup.files = logs, files
-    if cfg.get("console", False):
+    if cfg.get_bool("console"):
         _add(StderrHandler(), level, exclude=(PERF, EVENTS))
         setup.console = True
     return setup

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.config.settings import Section
 from stratamem.core.hookspecs import hookimpl
 from stratamem.core.telemetry import get_logger
 
@@ -68,7 +69,7 @@ async def start_for_serve(core: Any, service: Any, spec: str | None, token: str 
     if bind is None:
         return None
     host, port, explicit = bind
-    tokens = normalise_tokens(token, core.config.get("server", {}).get("tokens"))
+    tokens = normalise_tokens(token, Section("server", core.config.get("server"))["tokens"])
     viewer = ViewerServer(
         core, tokens=tokens, workspace_shared=getattr(service, "_workspace", None)
     )

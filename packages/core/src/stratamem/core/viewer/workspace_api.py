@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.config.settings import Section
 from stratamem.core.viewer.http import Request
 
 T = TypeVar("T")
@@ -23,7 +24,9 @@ class WorkspaceApi:
         self.shared = shared if shared is not None else {}
 
     def roots(self) -> list[str]:
-        return [str(r) for r in (self.core.config.get("workspace", {}).get("roots") or [])]
+        return [
+            str(r) for r in (Section("workspace", self.core.config.get("workspace"))["roots"] or [])
+        ]
 
     @property
     def memory(self) -> Any:
