@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from stratamem.contract.dtos import Namespace, ToolCall, TurnResult
-from stratamem.core.capture.normalise import truncate_middle
 from stratamem.core.capture.signatures import error_signatures
 from stratamem.core.capture.steps import (
     EpisodeTurn,
@@ -20,11 +19,15 @@ from stratamem.core.capture.steps import (
 from stratamem.core.capture.summary import heuristic_summary
 from stratamem.core.capture.tags import extract_tags
 from stratamem.core.config.settings import lookup
+from stratamem.core.storage.vector_text import (
+    ACTION_INPUT_CHARS,
+    action_text,
+    short,
+    turn_text,
+)
 
 LIGHTWEIGHT_TAG = "lightweight_memory"
 #: each half of the whole turn embedded for vec_summary (the embedder truncates further by tokens)
-EMBED_HALF_CHARS = 1000
-ACTION_INPUT_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,23 +103,6 @@ def _calls_json(calls: Sequence[ToolCall]) -> str:
     )
 
 
-def _short(value: Any, limit: int) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def action_text(agent_text: str, calls: Sequence[ToolCall]) -> str:
-    """``agentText \\n---\\n name(input≤300); …`` (what ``vec_action`` embeds)."""
-    sig = "; ".join(f"{c.name}({_short(c.input, ACTION_INPUT_CHARS)})" for c in calls)
-    return f"{agent_text}\n---\n{sig}" if sig else agent_text
-
-
-def turn_text(user_text: str, agent_text: str) -> str:
-    """The whole turn (user + assistant), each side clamped head+tail: what ``vec_summary`` embeds."""
-    parts = [truncate_middle(t, EMBED_HALF_CHARS) for t in (user_text, agent_text) if t.strip()]
-    return "\n".join(parts)
-
-
 def _tool_text(calls: Sequence[ToolCall]) -> str:
     bits: list[str] = []
     for c in calls:
@@ -124,9 +110,9 @@ def _tool_text(calls: Sequence[ToolCall]) -> str:
         if c.error_code:
             bits.append(c.error_code)
         if c.input is not None:
-            bits.append(_short(c.input, ACTION_INPUT_CHARS))
+            bits.append(short(c.input, ACTION_INPUT_CHARS))
         if c.output is not None:
-            bits.append(_short(c.output, 2000))
+            bits.append(short(c.output, 2000))
     return "\n".join(bits)
 
 

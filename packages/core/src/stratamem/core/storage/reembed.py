@@ -7,42 +7,18 @@ previous version until cleanup, so an interrupted run can be restored.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from stratamem.core.capture.drafts import action_text, turn_text
-from stratamem.core.storage.rows import tool_calls_from_json
 from stratamem.core.storage.schemas import TABLES
+from stratamem.core.storage.vector_text import embed_text
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 BATCH = 64
-
-
-def embed_text(table: str, column: str, row: Mapping[str, Any]) -> str | None:
-    """The text a vector column embeds for a row (one definition for capture replay and re-embed)."""
-    if table == "traces":
-        if column == "vec_summary":
-            return turn_text(row.get("user_text") or "", row.get("agent_text") or "") or (
-                row.get("summary") or None
-            )
-        if column == "vec_action":
-            calls = tool_calls_from_json(row.get("tool_calls_json"))
-            return action_text(row.get("agent_text") or "", calls) or None
-    parts: tuple[Any, ...]
-    if table == "policies":
-        parts = (row.get("title"), row.get("trigger"), row.get("procedure"))
-    elif table == "world_models":
-        parts = (row.get("title"), row.get("body"))
-    elif table == "skills":
-        parts = (row.get("name"), row.get("invocation_guide"))
-    else:
-        return None
-    text = "\n".join(p for p in parts if p)
-    return text or None
 
 
 def reembed_store(
