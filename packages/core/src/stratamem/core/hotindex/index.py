@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from stratamem.core.config.settings import Section
 from stratamem.core.hotindex.blas import limit_blas_threads
 from stratamem.core.hotindex.table import HotTable
 from stratamem.core.telemetry import get_logger
@@ -28,7 +29,7 @@ class HotIndex:
         self.dim = dim
         self.tables = {name: HotTable(name, cols, dim, cfg) for name, cols in tables.items()}
         self._builds: set[asyncio.Task[None]] = set()
-        limit_blas_threads(int(cfg.get("hot_blas_threads", 1)))
+        limit_blas_threads(Section("storage", cfg).get_int("hot_blas_threads"))
 
     def table(self, name: str) -> HotTable | None:
         """The table, or None while it holds no live row (readers skip it at no cost)."""
