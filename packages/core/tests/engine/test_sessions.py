@@ -71,3 +71,11 @@ async def test_start_up_recovery_closes_open_lightweight_episodes(tmp_path: Path
         assert json.loads(row["meta_json"])["close_reason"] == "lightweight_backfill"
     finally:
         await core.shutdown()
+
+
+async def test_the_owner_of_a_session_and_an_episode(svc: EngineServices) -> None:
+    sid, _ = await sessions.ensure_session(svc, "hermes", "so", ALICE, {})
+    eid = await sessions.new_episode(svc, sid, ALICE, "t", "bootstrap", now())
+    assert await sessions.owner_of(svc, "sessions", sid) == ALICE
+    assert await sessions.owner_of(svc, "episodes", eid) == ALICE
+    assert await sessions.owner_of(svc, "sessions", "missing") is None

@@ -228,6 +228,14 @@ class LocalCore:
         self._alive()
         await sessions.close_episode(self.services, episode_id)
 
+    async def session_owner(self, session_id: str) -> Namespace | None:
+        """The namespace owning ``session_id`` (the server checks scoped tokens against it)."""
+        return await sessions.owner_of(self.services, "sessions", session_id)
+
+    async def episode_owner(self, episode_id: str) -> Namespace | None:
+        """The namespace owning ``episode_id``."""
+        return await sessions.owner_of(self.services, "episodes", episode_id)
+
     async def list_episodes(self, query: ListQuery) -> list[Episode]:
         self._alive()
         return await sessions.list_episodes(self.services, query, self._ns(query.namespace))

@@ -13,7 +13,7 @@ from stratamem.contract.dtos import Episode, ListQuery, Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import new_id, now_ms
-from stratamem.core.storage.ownership import Scope, owner_columns
+from stratamem.core.storage.ownership import Scope, owner_columns, owner_namespace
 from stratamem.core.storage.rows import episode_from_row
 from stratamem.core.validation import check_id, check_limit, check_text
 
@@ -71,6 +71,15 @@ async def session_row(svc: EngineServices, session_id: str) -> sqlite3.Row | Non
         lambda: svc.db.query("SELECT * FROM sessions WHERE id=?", (session_id,))
     )
     return rows[0] if rows else None
+
+
+async def owner_of(svc: EngineServices, table: str, row_id: str) -> Namespace | None:
+    """The namespace owning a session or an episode (``None`` when there is no such row)."""
+    row = await (session_row if table == "sessions" else episode_row)(svc, row_id)
+    if row is None:
+        return None
+    own = owner_namespace(dict(row))
+    return Namespace(agent_kind=own.agent_kind, profile_id=own.profile_id)
 
 
 async def open_episodes(svc: EngineServices, session_id: str) -> list[sqlite3.Row]:

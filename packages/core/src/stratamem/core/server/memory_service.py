@@ -70,11 +70,10 @@ def _decode(msg: Any) -> Any:
 
 
 async def _owner_of(core: Any, table: str, row_id: str) -> Namespace | None:
-    getter = getattr(core, "_session_row" if table == "sessions" else "_episode_row", None)
-    row = await getter(row_id) if getter is not None else None
-    if row is None:
-        return None
-    return Namespace(agent_kind=row["owner_agent_kind"], profile_id=row["owner_profile_id"])
+    owner: Namespace | None = await (
+        core.session_owner(row_id) if table == "sessions" else core.episode_owner(row_id)
+    )
+    return owner
 
 
 class MemoryServicer:
