@@ -93,8 +93,8 @@ def served_home(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         f"# seeded by the viewer e2e test\nversion: 1\nworkspace:\n  roots: [{json.dumps(str(project))}]\n",
         encoding="utf-8",
     )
-    seeded = _cli(home, "ingest", str(_jsonl(tmp_path / "seed.jsonl", SEED)), "--no-progress")
-    assert seeded.returncode == 0, seeded.stderr
+    # serve first: CLI commands are thin clients of the home's service (an ingest before it would
+    # start that service itself, and this explicit serve would find the home owned)
     proc = subprocess.Popen(
         [_bin(), "serve", "--home", str(home), "--viewer", "127.0.0.1:0"],
         stdout=subprocess.PIPE,
@@ -118,6 +118,8 @@ def served_home(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         proc.kill()
         pytest.fail("stratamem serve did not become ready")
     try:
+        seeded = _cli(home, "ingest", str(_jsonl(tmp_path / "seed.jsonl", SEED)), "--no-progress")
+        assert seeded.returncode == 0, seeded.stderr
         yield home, str(info["viewer_url"])
     finally:
         proc.send_signal(signal.SIGTERM)
