@@ -92,6 +92,10 @@ class EngineServices:
         """The query vector, or ``None`` without an embedder."""
         if self.embedder is None:
             return None
+        peek = getattr(self.embedder, "cached_query", None)
+        hit = peek(text) if peek is not None else None
+        if hit is not None:  # a repeated query: no executor hop
+            return np.asarray(hit)
         vec: np.ndarray = await self.run_cpu(lambda: self.embedder.embed_query(text))
         return vec
 

@@ -233,13 +233,30 @@ async def turn_start(
         starts.results[key] = (turn.user_text, fut)
     try:
         with span("turn_start", session=turn.session_id, deadline_at=turn.deadline_at):
-            async with svc.session_lock(turn.session_id):
-                routed, skip = await idempotent_route(svc, turn, ns)
+            # recall reads neither the episode nor anything routing writes (the session is the
+            # turn's own), so the query embedding and the tiers run while routing commits to SQLite
+            early = (
+                None
+                if skip_recall(turn.user_text, intent_of(turn.user_text), None)
+                else asyncio.ensure_future(recall.retrieve_safely(svc, query, ns))
+            )
+            if early is not None:  # its outcome is read below, or it is cancelled: never unread
+                early.add_done_callback(lambda t: t.cancelled() or t.exception())
+            try:
+                async with svc.session_lock(turn.session_id):
+                    routed, skip = await idempotent_route(svc, turn, ns)
+            except BaseException:
+                if early is not None:
+                    early.cancel()
+                raise
             rq = replace(query, session_id=routed.session_id, episode_id=routed.episode_id)
             if skip:
+                if early is not None:
+                    early.cancel()
                 result = RetrievalResult(query=rq, packet_id=f"empty:{routed.episode_id}")
             else:
-                result = await recall.retrieve_safely(svc, rq, ns)
+                got = await (early or recall.retrieve_safely(svc, rq, ns))
+                result = replace(got, query=rq)
             result = await recall.with_repair(svc, result, routed.session_id)
         fut.set_result(result)
         return result
