@@ -4,13 +4,14 @@ tokens and namespaces, deletes and skill archives."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stratamem.contract.dtos import ListQuery, Namespace
+from stratamem.contract.dtos import ListQuery, Namespace, TurnResult
 from stratamem.contract.errors import StratamemError
 from stratamem.contract.remote import RemoteCore
 from stratamem.core.config.loader import patch_config_file
@@ -18,6 +19,7 @@ from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.server.app import ServeOptions, Service
 from stratamem.core.telemetry.logs import configure_logging, reset_logging
 
+HERMES = Namespace(agent_kind="hermes")
 OPENCLAW = Namespace(agent_kind="openclaw")
 
 
@@ -66,3 +68,24 @@ async def test_refused_tokens_and_namespaces_are_audited(home: Path) -> None:
     assert "token.refused" in events and events["token.refused"]["method"].endswith("/Health")
     assert events["namespace.refused"]["namespace"] == "openclaw/default"
     assert events["namespace.refused"]["allowed"] == ["hermes/*"]
+
+
+async def test_deletes_and_skill_archives_are_audited(home: Path) -> None:
+    core = await open_local_core(home)
+    try:
+        ack = await core.turn_end(
+            TurnResult(
+                agent="hermes",
+                session_id="s",
+                agent_text="ok",
+                user_text="hello",
+                ts=int(time.time() * 1000),
+                namespace=HERMES,
+            )
+        )
+        assert await core.delete_traces([ack.trace_id], HERMES) == 1
+    finally:
+        await core.shutdown()
+    deleted = [a for a in _audit(home) if a["event"] == "traces.deleted"]
+    assert deleted and deleted[-1]["target"] == [ack.trace_id]
+    assert deleted[-1]["namespace"] == "hermes/default"

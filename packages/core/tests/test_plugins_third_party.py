@@ -120,3 +120,63 @@ def test_without_the_plugin_the_unknown_provider_is_a_typed_error(tmp_path: Path
     done = _run(["health"], {**os.environ, "STRATAMEM_HOME": str(home)})
     assert done.returncode != 0
     assert "letters" in done.stderr and "not registered" in done.stderr
+
+
+OBSERVER_PLUGIN = textwrap.dedent(
+    '''
+    """watch_stratamem_plugin: writes every core event it observes, and the core start, to files."""
+    import json
+    import os
+
+    from stratamem.core.hookspecs import hookimpl
+
+
+    def _append(var, line):
+        with open(os.environ[var], "a") as f:
+            f.write(line + "\\n")
+
+
+    @hookimpl
+    def register_event_observers(register):
+        register("watch", lambda e: _append("WATCH_EVENTS", json.dumps([e.type, e.payload])))
+
+
+    @hookimpl
+    def core_started(core):
+        _append("WATCH_STARTED", str(core.home))
+    '''
+)
+
+
+def test_an_installed_plugin_observes_events_and_hears_the_core_start(tmp_path: Path) -> None:
+    site, home = tmp_path / "site", tmp_path / "home"
+    site.mkdir()
+    (site / "watch_stratamem_plugin.py").write_text(OBSERVER_PLUGIN)
+    info = site / "watch_stratamem_plugin-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: watch-stratamem-plugin\nVersion: 0.1.0\n"
+    )
+    (info / "entry_points.txt").write_text("[stratamem]\nwatch = watch_stratamem_plugin\n")
+    (info / "RECORD").write_text("")
+    home.mkdir()
+    (home / "config.yaml").write_text("embedding:\n  provider: none\n")
+    events, started = tmp_path / "events.jsonl", tmp_path / "started.txt"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "STRATAMEM_HOME": str(home),
+        "WATCH_EVENTS": str(events),
+        "WATCH_STARTED": str(started),
+    }
+    turns = tmp_path / "t.jsonl"
+    turns.write_text(
+        json.dumps({"session": "s", "user": "the ferry leaves at 6", "assistant": "ok", "ts": 1})
+        + "\n"
+    )
+    done = _run(["ingest", str(turns), "--no-progress"], env)
+    assert done.returncode == 0, done.stderr
+    assert started.exists() and str(home) in started.read_text()
+    seen = [json.loads(line) for line in events.read_text().splitlines()]
+    assert "trace.created" in {t for t, _ in seen}
+    assert "session.opened" in {t for t, _ in seen}

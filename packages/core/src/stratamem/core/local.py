@@ -55,7 +55,7 @@ from stratamem.core.engine import (
 )
 from stratamem.core.engine import feedback as feedback_engine
 from stratamem.core.engine.services import EngineServices
-from stratamem.core.events import EventBus
+from stratamem.core.events import EventBus, for_namespace
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.lock import HomeLock
 from stratamem.core.storage.sqlite import Database
@@ -108,6 +108,7 @@ class LocalCore:
 
             self.learner = Learner(self.services)
         self._starts = turns.TurnStarts()
+        self.services.on_session_closed.append(self._starts.forget)
         self._started_at = time.monotonic()
         self._maintenance: asyncio.Task[None] | None = None
         self._embed_health = ModelHealth(
@@ -183,6 +184,7 @@ class LocalCore:
         counts = {"traces": await self.store.count("traces")}
         for t in ("policies", "world_models", "skills"):
             counts[t] = await self.store.count(t)
+        counts["journal_set_aside"] = self.journal.set_aside_total
         llm_health = ModelHealth(
             available=self.llm is not None,
             provider=str(self.config["llm"]["provider"] or "none"),
@@ -247,21 +249,27 @@ class LocalCore:
         return await sessions.get_episode(self.services, episode_id, self._ns(namespace))
 
     # ------------------------------------------------------------------ turns
+    async def _session_ns(self, session_id: str, ns: Namespace | None, agent: str) -> Namespace:
+        """The caller's namespace, checked against the session's owner (session-addressed calls)."""
+        return await sessions.session_namespace(self.services, session_id, ns, agent)
+
     async def prepare_turn(self, turn: TurnInput) -> TurnRoute:
         self._alive()
-        ns = turn.namespace or Namespace(agent_kind=turn.agent)
+        turns.check_turn_input(self.services, turn)
+        ns = await self._session_ns(turn.session_id, turn.namespace, turn.agent)
         return await turns.prepare_turn(self.services, turn, ns)
 
     async def turn_start(self, turn: TurnInput) -> RetrievalResult:
         self._alive()
         turns.check_turn_input(self.services, turn)
-        ns = turn.namespace or Namespace(agent_kind=turn.agent)
+        ns = await self._session_ns(turn.session_id, turn.namespace, turn.agent)
         return await turns.turn_start(self.services, self._starts, turn, ns)
 
     async def turn_end(self, result: TurnResult) -> TurnEndAck:
         """Durable before it returns: the turn is committed (fsync'd) to the SQLite journal."""
         self._alive()
-        ns = result.namespace or Namespace(agent_kind=result.agent)
+        commit.check_turn_result(self.services, result)
+        ns = await self._session_ns(result.session_id, result.namespace, result.agent)
         return await commit.turn_end(self.services, result, ns)
 
     async def record_subagent_outcome(self, outcome: SubagentOutcome) -> TurnEndAck:
@@ -381,7 +389,12 @@ class LocalCore:
 
     # ------------------------------------------------------------------ events
     def subscribe_events(
-        self, since_seq: int | None = None, types: Sequence[str] = ()
+        self,
+        since_seq: int | None = None,
+        types: Sequence[str] = (),
+        namespace: Namespace | None = None,
     ) -> AsyncIterator[Event]:
+        """Events live (after ``since_seq``); naming a namespace gives that namespace's events only."""
         self._alive()
-        return self.bus.subscribe(since_seq, types)
+        accepts = for_namespace(namespace) if namespace is not None else None
+        return self.bus.subscribe(since_seq, types, accepts)

@@ -44,3 +44,26 @@ def collect(hook_name: str) -> list[tuple[Any, ...]]:
     hook: Callable[..., Any] = getattr(get_plugin_manager().hook, hook_name)
     hook(register=register)
     return items
+
+
+def attach_event_observers(bus: Any) -> list[str]:
+    """Give every observer registered through ``register_event_observers`` the core's events
+    (``register(name, observer)``; an observer's exception never reaches the core). Returns names."""
+    names = []
+    for name, observer in collect("register_event_observers"):
+        bus.add_observer(observer)
+        names.append(str(name))
+    return names
+
+
+def announce_core_started(core: Any) -> None:
+    """Call every ``core_started`` hook once the core owns its home (a failing plugin is logged)."""
+    from stratamem.core.telemetry import get_logger
+
+    for impl in get_plugin_manager().hook.core_started.get_hookimpls():
+        try:
+            impl.function(core=core)
+        except Exception as exc:
+            get_logger("plugins").warning(
+                "plugins.core_started_failed", plugin=impl.plugin_name, error=str(exc)
+            )

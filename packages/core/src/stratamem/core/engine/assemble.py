@@ -19,6 +19,7 @@ from stratamem.core.config.loader import (
 )
 from stratamem.core.home import prepare_home, resolve_home
 from stratamem.core.local import LocalCore
+from stratamem.core.plugins import announce_core_started, attach_event_observers
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.lock import HomeLock
 from stratamem.core.storage.sqlite import Database
@@ -98,7 +99,9 @@ async def open_local_core(
             owns_embedder=embedder is None,
         )
         core.mode_reason = mode_reason
+        attach_event_observers(core.bus)  # plugins see the start-up events too
         await core.start()
+        announce_core_started(core)
         return core
     except BaseException:
         if store is not None:

@@ -6,6 +6,7 @@ The journal writer applies them to LanceDB (embedding first) in the background.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from dataclasses import replace
@@ -108,12 +109,37 @@ async def _episode_for(svc: EngineServices, result: TurnResult, ns: Namespace) -
     )
 
 
+def content_hash(result: TurnResult) -> str:
+    """What a turn key promises stays the same: the turn's texts and tool calls (not its time)."""
+    body = {
+        "user": result.user_text,
+        "agent": result.agent_text,
+        "thinking": result.agent_thinking,
+        "tools": [
+            [c.name, c.input, c.output, c.error_code, c.tool_call_id] for c in result.tool_calls
+        ],
+    }
+    raw = json.dumps(body, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def key_reused(result: TurnResult) -> StratamemError:
+    return StratamemError(
+        ErrorCode.CONFLICT,
+        f"turn key {result.turn_key!r} was already acknowledged with different content",
+        {"session_id": result.session_id, "turn_key": result.turn_key},
+    )
+
+
 async def _turn_end_locked(svc: EngineServices, result: TurnResult, ns: Namespace) -> TurnEndAck:
+    digest = content_hash(result)
     if result.turn_key:
         prev = await svc.run_db(
             lambda: svc.db.journal_by_turn_key(result.session_id, result.turn_key or "")
         )
-        if prev is not None:
+        if prev is not None:  # the same turn again: the same ack; other content: a conflict
+            if prev["content_hash"] is not None and prev["content_hash"] != digest:
+                raise key_reused(result)
             return TurnEndAck(
                 trace_id=prev["target_id"], episode_id=prev["episode_id"], journal_seq=prev["seq"]
             )
@@ -178,7 +204,7 @@ async def _turn_end_locked(svc: EngineServices, result: TurnResult, ns: Namespac
         for i, e in enumerate(entries):
             cur = c.execute(
                 "INSERT INTO journal(kind, target_id, session_id, episode_id, turn_key,"
-                " payload_json, created_at) VALUES (?,?,?,?,?,?,?)",
+                " payload_json, created_at, content_hash) VALUES (?,?,?,?,?,?,?,?)",
                 (
                     e["kind"],
                     e["target_id"],
@@ -187,6 +213,7 @@ async def _turn_end_locked(svc: EngineServices, result: TurnResult, ns: Namespac
                     result.turn_key if i == len(entries) - 1 else None,
                     payload_json(e),
                     now_ms(),
+                    digest if i == len(entries) - 1 else None,
                 ),
             )
             seqs.append(int(cur.lastrowid or 0))
@@ -216,6 +243,7 @@ async def _turn_end_locked(svc: EngineServices, result: TurnResult, ns: Namespac
             "trace_id": trace_id,
             "journal_seq": seq,
         },
+        namespace=ns,
     )
     return TurnEndAck(trace_id=trace_id, episode_id=eid, journal_seq=seq)
 

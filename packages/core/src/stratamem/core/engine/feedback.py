@@ -111,6 +111,7 @@ async def submit_feedback(svc: EngineServices, feedback: FeedbackInput, ns: Name
     svc.bus.emit(
         "feedback.received",
         {"feedback_id": fb.id, "trace_id": fb.trace_id, "polarity": fb.polarity},
+        namespace=ns,
     )
     if svc.learner is not None:  # full mode: experience, then score the episode now
         try:

@@ -8,16 +8,18 @@ from typing import Any
 from stratamem.contract.dtos import ListQuery, Namespace, Policy, Skill, SkillGetOptions, WorldModel
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine.services import EngineServices
+from stratamem.core.engine.traces import read_scope
 from stratamem.core.ids import now_ms
-from stratamem.core.storage.ownership import Scope, owned_where, quote
+from stratamem.core.storage.ownership import Scope, quote
 from stratamem.core.storage.rows import policy_from_row, skill_from_row, world_model_from_row
+from stratamem.core.telemetry.audit import audit
 from stratamem.core.validation import bad, check_id, check_limit
 
 
 async def get_one(
-    svc: EngineServices, table: str, row_id: str, ns: Namespace
+    svc: EngineServices, table: str, row_id: str, scope: Scope
 ) -> dict[str, Any] | None:
-    rows = await svc.store.get_rows(table, [row_id], Scope.visible(ns).where)
+    rows = await svc.store.get_rows(table, [row_id], scope.where)
     return rows[0] if rows else None
 
 
@@ -25,34 +27,31 @@ async def list_rows(
     svc: EngineServices, table: str, query: ListQuery, ns: Namespace, order: str = "updated_at"
 ) -> list[dict[str, Any]]:
     check_limit(query.limit, query.offset)
-    scope = (
-        Scope.everything("list_all_namespaces")
-        if query.include_all_namespaces
-        else Scope.visible(ns)
-    )
-    where = [scope.where]
+    where = []
     if query.status:
         where.append(f"status = {quote(query.status)}")
     if query.q:
         where.append(f"lower(search_text) LIKE {quote('%' + query.q.lower() + '%')}")
-    rows = await svc.store.scan(table, " AND ".join(where), 10**6)
+    flt = read_scope(ns, query.include_all_namespaces).where_and(*where)
+    rows = await svc.store.scan(table, flt, 10**6)
     rows.sort(key=lambda r: r.get(order) or 0, reverse=True)
     return rows[query.offset : query.offset + query.limit]
 
 
 async def delete_owned(svc: EngineServices, table: str, row_id: str, ns: Namespace) -> bool:
     check_id("id", row_id)
-    rows = await svc.store.get_rows(table, [row_id], owned_where(ns))
+    rows = await svc.store.get_rows(table, [row_id], Scope.owned(ns).where)
     if not rows:
         return False
     await svc.store.delete(table, [row_id])
+    audit(f"{table}.deleted", namespace=ns, target=row_id)
     return True
 
 
 # -- policies --------------------------------------------------------------------------------
 async def get_policy(svc: EngineServices, policy_id: str, ns: Namespace) -> Policy | None:
     check_id("policy_id", policy_id)
-    row = await get_one(svc, "policies", policy_id, ns)
+    row = await get_one(svc, "policies", policy_id, Scope.visible(ns))
     return policy_from_row(row) if row else None
 
 
@@ -66,8 +65,14 @@ async def set_policy_status(
     check_id("policy_id", policy_id)
     if status not in ("candidate", "active", "archived"):
         raise bad("status must be candidate, active or archived", field="status")
-    if await get_one(svc, "policies", policy_id, ns) is None:
+    if await get_one(svc, "policies", policy_id, Scope.visible(ns)) is None:
         return None
+    if await get_one(svc, "policies", policy_id, Scope.owned(ns)) is None:
+        raise StratamemError(
+            ErrorCode.PERMISSION_DENIED,
+            f"policy {policy_id!r} belongs to another namespace (shared policies are read-only)",
+            {"policy_id": policy_id},
+        )
     await svc.store.update("policies", policy_id, {"status": status, "updated_at": now_ms()})
     return await get_policy(svc, policy_id, ns)
 
@@ -77,7 +82,7 @@ async def get_world_model(
     svc: EngineServices, world_model_id: str, ns: Namespace
 ) -> WorldModel | None:
     check_id("world_model_id", world_model_id)
-    row = await get_one(svc, "world_models", world_model_id, ns)
+    row = await get_one(svc, "world_models", world_model_id, Scope.visible(ns))
     return world_model_from_row(row) if row else None
 
 
@@ -93,7 +98,7 @@ async def get_skill(
 ) -> Skill | None:
     """By id, else by a unique name; ``options`` may record a use or a trial of it."""
     check_id("skill_id", skill_id)
-    row = await get_one(svc, "skills", skill_id, ns)
+    row = await get_one(svc, "skills", skill_id, Scope.visible(ns))
     if row is None:
         by_name = await svc.store.scan(
             "skills", Scope.visible(ns).where_and(f"name = {quote(skill_id)}"), 2
@@ -107,7 +112,7 @@ async def get_skill(
             row["id"],
             {"usage_count": int(row.get("usage_count") or 0) + 1, "last_used_at": now_ms()},
         )
-        row = await get_one(svc, "skills", row["id"], ns) or row
+        row = await get_one(svc, "skills", row["id"], Scope.visible(ns)) or row
     if options is not None and options.record_trial and svc.learner is not None:
         await svc.learner.skill_trial(
             row["id"], options.session_id, options.episode_id, options.trace_id
@@ -121,7 +126,7 @@ async def list_skills(svc: EngineServices, query: ListQuery, ns: Namespace) -> l
 
 async def archive_skill(svc: EngineServices, skill_id: str, reason: str, ns: Namespace) -> Skill:
     check_id("skill_id", skill_id)
-    rows = await svc.store.get_rows("skills", [skill_id], owned_where(ns))
+    rows = await svc.store.get_rows("skills", [skill_id], Scope.owned(ns).where)
     if not rows:
         raise StratamemError(
             ErrorCode.SKILL_NOT_FOUND, f"skill {skill_id!r} not found", {"skill_id": skill_id}
@@ -132,6 +137,7 @@ async def archive_skill(svc: EngineServices, skill_id: str, reason: str, ns: Nam
     await svc.run_db(
         lambda: svc.db.audit("core", "skill.archived", skill_id, {"reason": reason}, ns)
     )
+    audit("skill.archived", namespace=ns, target=skill_id, reason=reason)
     skill = await get_skill(svc, skill_id, None, ns)
     assert skill is not None
     return skill

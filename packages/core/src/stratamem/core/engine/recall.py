@@ -11,7 +11,7 @@ from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import now_ms
 from stratamem.core.retrieval.engine import retrieve as rank_and_render
-from stratamem.core.storage.ownership import is_visible
+from stratamem.core.storage.ownership import Scope
 from stratamem.core.telemetry import get_logger, span
 from stratamem.core.validation import bad, check_id, check_text, check_top_k
 
@@ -60,7 +60,11 @@ async def retrieve_safely(
     svc: EngineServices, query: RetrievalQuery, ns: Namespace
 ) -> RetrievalResult:
     """Never raises for a retrieval failure: an empty result instead (memos-core §1.3)."""
-    svc.bus.emit("retrieval.triggered", {"reason": query.reason, "session_id": query.session_id})
+    svc.bus.emit(
+        "retrieval.triggered",
+        {"reason": query.reason, "session_id": query.session_id},
+        namespace=ns,
+    )
     try:
         result = await retrieve(svc, query, ns)
     except StratamemError as exc:
@@ -80,16 +84,22 @@ async def retrieve_safely(
                 "hits": len(result.hits),
                 "tiers": sorted({h.tier for h in result.hits}),
             },
+            namespace=ns,
         )
     else:
-        svc.bus.emit("retrieval.empty", {"reason": query.reason, "session_id": query.session_id})
+        svc.bus.emit(
+            "retrieval.empty",
+            {"reason": query.reason, "session_id": query.session_id},
+            namespace=ns,
+        )
     return result
 
 
 async def retrieve(svc: EngineServices, query: RetrievalQuery, ns: Namespace) -> RetrievalResult:
     """Stored rows plus the journal's still-pending rows visible to ``ns``, ranked."""
     pending = await svc.wait_for_writes(query.deadline_at)
-    pending = [r for r in pending if is_visible(r, ns)]
+    visible = Scope.visible(ns)
+    pending = [r for r in pending if visible.accepts(r)]
     out: RetrievalResult = await rank_and_render(
         core=svc, query=query, namespace=ns, pending=pending, config=svc.config
     )

@@ -72,6 +72,8 @@ class EngineServices:
         #: set once the core is shut down; every public call then raises ``already_shut_down``
         self.shut = False
         self._session_locks: dict[str, asyncio.Lock] = {}
+        #: callbacks freeing other per-session state when a session closes (turn-start results)
+        self.on_session_closed: list[Callable[[str], None]] = []
 
     # -- executors ---------------------------------------------------------------------------
     async def run_db(self, fn: Callable[[], T]) -> T:
@@ -110,6 +112,26 @@ class EngineServices:
         if lk is None:
             lk = self._session_locks[session_id] = asyncio.Lock()
         return lk
+
+    def forget_session(self, session_id: str) -> None:
+        """A session closed: free its lock (unless a call holds it) and the learner's state."""
+        lk = self._session_locks.get(session_id)
+        if lk is not None and not lk.locked():
+            del self._session_locks[session_id]
+        for hook in self.on_session_closed:
+            hook(session_id)
+        if self.learner is not None:
+            self.learner.forget_session(session_id)
+
+    def state_sizes(self) -> dict[str, int]:
+        """Per-session state held in memory (the soak bench samples it)."""
+        out = {
+            "session_locks": len(self._session_locks),
+            "journal_pending": len(self.journal.pending),
+        }
+        if self.learner is not None:
+            out.update(self.learner.state_sizes())
+        return out
 
     @property
     def max_input(self) -> int:

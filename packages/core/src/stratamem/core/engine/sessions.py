@@ -13,7 +13,7 @@ from stratamem.contract.dtos import Episode, ListQuery, Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import new_id, now_ms
-from stratamem.core.storage.ownership import Scope, owner_columns, owner_namespace
+from stratamem.core.storage.ownership import Scope, owner_columns, owner_key, owner_namespace
 from stratamem.core.storage.rows import episode_from_row
 from stratamem.core.validation import check_id, check_limit, check_text
 
@@ -30,6 +30,32 @@ def episode_not_found(episode_id: str) -> StratamemError:
     )
 
 
+def not_the_owner(session_id: str, ns: Namespace) -> StratamemError:
+    return StratamemError(
+        ErrorCode.PERMISSION_DENIED,
+        f"session {session_id!r} belongs to another namespace than "
+        f"{ns.agent_kind}/{ns.profile_id or 'default'}",
+        {"session_id": session_id},
+    )
+
+
+async def session_namespace(
+    svc: EngineServices, session_id: str, ns: Namespace | None, agent: str
+) -> Namespace:
+    """The namespace a session-addressed call acts in: the caller's, which must own the session
+    when it exists (``permission_denied`` otherwise); a call naming none acts as the session's
+    owner (a new session: the agent kind's default profile)."""
+    row = await session_row(svc, session_id) if session_id else None
+    if row is None:
+        return ns or Namespace(agent_kind=agent)
+    owner = owner_namespace(dict(row))
+    if ns is None:
+        return owner
+    if owner_key(ns) != owner_key(owner):
+        raise not_the_owner(session_id, ns)
+    return ns
+
+
 # -- rows ------------------------------------------------------------------------------------
 async def ensure_session(
     svc: EngineServices, agent: str, session_id: str | None, ns: Namespace, meta: dict[str, Any]
@@ -40,8 +66,12 @@ async def ensure_session(
     own = owner_columns(ns)
 
     def run(c: sqlite3.Connection) -> bool:
-        row = c.execute("SELECT id FROM sessions WHERE id=?", (sid,)).fetchone()
+        row = c.execute(
+            "SELECT owner_agent_kind, owner_profile_id FROM sessions WHERE id=?", (sid,)
+        ).fetchone()
         if row:
+            if owner_key(owner_namespace(dict(row))) != owner_key(ns):
+                raise not_the_owner(sid, ns)  # checked in the write's own transaction too
             c.execute("UPDATE sessions SET last_seen_at=?, closed_at=NULL WHERE id=?", (ts, sid))
             return False
         c.execute(
@@ -62,7 +92,7 @@ async def ensure_session(
 
     created = await svc.run_db(lambda: svc.db.call(run))
     if created:
-        svc.bus.emit("session.opened", {"session_id": sid, "agent": agent})
+        svc.bus.emit("session.opened", {"session_id": sid, "agent": agent}, namespace=ns)
     return sid, created
 
 
@@ -145,7 +175,9 @@ async def new_episode(
         )
     )
     svc.bus.emit(
-        "episode.opened", {"episode_id": eid, "session_id": session_id, "relation": relation}
+        "episode.opened",
+        {"episode_id": eid, "session_id": session_id, "relation": relation},
+        namespace=ns,
     )
     return eid
 
@@ -174,10 +206,12 @@ async def close_episode_row(
 
     def run(c: sqlite3.Connection) -> bool:
         row = c.execute(
-            "SELECT status, meta_json FROM episodes WHERE id=?", (episode_id,)
+            "SELECT status, meta_json, owner_agent_kind, owner_profile_id FROM episodes WHERE id=?",
+            (episode_id,),
         ).fetchone()
         if row is None or row[0] == "closed":
             return False
+        owner.append(owner_namespace(dict(row)))
         meta = json.loads(row[1] or "{}")
         meta.update({"close_reason": reason, "topic_state": "ended", **(extra or {})})
         c.execute(
@@ -186,10 +220,12 @@ async def close_episode_row(
         )
         return True
 
+    owner: list[Namespace] = []
     if await svc.run_db(lambda: svc.db.call(run)):
         svc.bus.emit(
             "episode.closed",
             {"episode_id": episode_id, "session_id": session_id, "reason": reason},
+            namespace=owner[0] if owner else None,
         )
         if svc.learner is not None:  # topic end: reflect pass, then the feedback window
             svc.learner.episode_finalized(episode_id)
@@ -241,7 +277,8 @@ async def open_session(
 
 async def close_session(svc: EngineServices, session_id: str, reason: str) -> None:
     check_id("session_id", session_id)
-    if await session_row(svc, session_id) is None:
+    srow = await session_row(svc, session_id)
+    if srow is None:
         raise session_not_found(session_id)
     async with svc.session_lock(session_id):
         for ep in await open_episodes(svc, session_id):
@@ -257,7 +294,12 @@ async def close_session(svc: EngineServices, session_id: str, reason: str) -> No
             )
         )
     await svc.drain_journal(15.0)
-    svc.bus.emit("session.closed", {"session_id": session_id, "reason": reason})
+    svc.forget_session(session_id)
+    svc.bus.emit(
+        "session.closed",
+        {"session_id": session_id, "reason": reason},
+        namespace=owner_namespace(dict(srow)),
+    )
 
 
 async def open_episode(

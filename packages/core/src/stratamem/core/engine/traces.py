@@ -12,16 +12,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from stratamem.contract.dtos import ListQuery, Namespace, Trace, TracePatch
+from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine import sessions
 from stratamem.core.engine.services import EngineServices
-from stratamem.core.storage.ownership import UNKNOWN_KIND, Scope, owned_where, quote
+from stratamem.core.storage.ownership import Scope, quote
 from stratamem.core.storage.rows import trace_from_row
+from stratamem.core.telemetry.audit import audit
 from stratamem.core.validation import check_id, check_limit, check_text
 
 
 def read_scope(ns: Namespace, all_ns: bool = False) -> Scope:
-    """Rows visible to ``ns``, or every namespace's for an explicit all-namespaces listing."""
-    return Scope.everything("list_all_namespaces") if all_ns else Scope.visible(ns)
+    """Rows visible to ``ns``, or every namespace's for an explicit all-namespace listing."""
+    return Scope.everything("include_all_namespaces") if all_ns else Scope.visible(ns)
 
 
 async def trace_rows(
@@ -60,14 +62,14 @@ async def timeline(svc: EngineServices, episode_id: str, ns: Namespace) -> list[
 async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Trace]:
     check_limit(query.limit, query.offset)
     scope = read_scope(ns, query.include_all_namespaces)
-    where = [scope.where]
+    where = []
     if query.session_id:
         where.append(f"session_id = {quote(query.session_id)}")
     if query.q:
         check_text("q", query.q, 1000)
         like = quote("%" + query.q.lower().replace("%", "") + "%")
         where.append(f"(lower(summary) LIKE {like} OR lower(user_text) LIKE {like})")
-    flt = " AND ".join(where)
+    flt = scope.where_and(*where)
     pend = [
         r
         for r in svc.journal.pending_rows("trace")
@@ -101,13 +103,23 @@ async def update_trace(
             values[name] = check_text(name, v, svc.max_input, required=False)
     if patch.tags is not None:
         values["tags"] = [check_text("tag", t, 64) for t in patch.tags]
-    if await get_trace(svc, trace_id, ns) is None:
+    current = await trace_rows(svc, [trace_id], ns)
+    if trace_id not in current:
         return None
+    if not Scope.owned(ns).accepts(current[trace_id]):  # shared with the caller, not theirs
+        raise StratamemError(
+            ErrorCode.PERMISSION_DENIED,
+            f"trace {trace_id!r} belongs to another namespace (shared traces are read-only)",
+            {"trace_id": trace_id},
+        )
     if not values:
         return await get_trace(svc, trace_id, ns)
     await svc.drain_journal(15.0)
     async with svc.journal.write_lock:
-        cur = (await svc.store.get_rows("traces", [trace_id]))[0]
+        rows = await svc.store.get_rows("traces", [trace_id], Scope.owned(ns).where)
+        if not rows:
+            return None
+        cur = rows[0]
         merged = {**cur, **values}
         merged["search_text"] = (
             "\n".join(str(merged.get(k) or "") for k in ("user_text", "agent_text", "summary"))
@@ -115,7 +127,7 @@ async def update_trace(
             + " ".join(merged.get("tags") or [])
         )
         await svc.store.upsert("traces", [merged])
-    svc.bus.emit("trace.updated", {"trace_id": trace_id})
+    svc.bus.emit("trace.updated", {"trace_id": trace_id}, namespace=ns)
     return await get_trace(svc, trace_id, ns)
 
 
@@ -124,16 +136,13 @@ async def delete_traces(svc: EngineServices, trace_ids: Sequence[str], ns: Names
     ids = [check_id("trace_id", t) for t in trace_ids]
     if not ids:
         return 0
-    # the owner's rows, plus legacy rows without an owner
-    owner = f"({owned_where(ns)} OR owner_agent_kind = {quote(UNKNOWN_KIND)})"
+    owned = Scope.owned(ns)
     async with svc.journal.write_lock:
-        stored = {r["id"] for r in await svc.store.get_rows("traces", ids, owner)}
+        stored = {r["id"] for r in await svc.store.get_rows("traces", ids, owned.where)}
         pend = {
             r["id"]
             for r in svc.journal.pending_rows("trace")
-            if r["id"] in set(ids)
-            and Scope.visible(ns).accepts(r)
-            and (r.get("owner_agent_kind") in (ns.agent_kind, UNKNOWN_KIND))
+            if r["id"] in set(ids) and owned.accepts(r)
         }
         gone = stored | pend
         if not gone:
@@ -152,5 +161,6 @@ async def delete_traces(svc: EngineServices, trace_ids: Sequence[str], ns: Names
                 )
 
     await svc.run_db(lambda: svc.db.call(unlink))
-    svc.bus.emit("trace.deleted", {"trace_ids": sorted(gone)})
+    svc.bus.emit("trace.deleted", {"trace_ids": sorted(gone)}, namespace=ns)
+    audit("traces.deleted", namespace=ns, target=sorted(gone))
     return len(gone)

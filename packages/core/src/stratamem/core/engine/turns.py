@@ -32,6 +32,11 @@ class TurnStarts:
     def __init__(self) -> None:
         self.results: dict[tuple[str, str], tuple[str, asyncio.Future[RetrievalResult]]] = {}
 
+    def forget(self, session_id: str) -> None:
+        """Drop a closed session's finished result (an in-flight one finishes on its own)."""
+        for key in [k for k, (_, fut) in self.results.items() if k[0] == session_id and fut.done()]:
+            self.results.pop(key, None)
+
     def cancel_all(self) -> None:
         for key, (_, fut) in list(self.results.items()):
             if not fut.done():
