@@ -143,7 +143,15 @@ async def _turn_end_locked(svc: EngineServices, result: TurnResult, ns: Namespac
             return TurnEndAck(
                 trace_id=prev["target_id"], episode_id=prev["episode_id"], journal_seq=prev["seq"]
             )
-    await sessions.ensure_session(svc, result.agent, result.session_id, ns, {})
+    # a known session is touched inside the journal's transaction below: one fsync'd commit per
+    # acknowledged turn instead of two (a new session is still created first)
+    known = bool(
+        await svc.run_db(
+            lambda: svc.db.query("SELECT 1 FROM sessions WHERE id=?", (result.session_id,))
+        )
+    )
+    if not known:
+        await sessions.ensure_session(svc, result.agent, result.session_id, ns, {})
     eid = await _episode_for(svc, result, ns)
     turns = await sessions.episode_turns(svc, eid)
     # the user text of this turn: explicit, else the user turns since the last assistant turn
@@ -175,6 +183,11 @@ async def _turn_end_locked(svc: EngineServices, result: TurnResult, ns: Namespac
     need_user_turn = result.user_text is not None and not users
 
     def commit(c: sqlite3.Connection) -> list[int]:
+        if known:
+            c.execute(
+                "UPDATE sessions SET last_seen_at=?, closed_at=NULL WHERE id=?",
+                (now_ms(), result.session_id),
+            )
         if need_user_turn:
             c.execute(
                 "INSERT INTO episode_turns(episode_id, role, content, ts) VALUES (?,?,?,?)",
