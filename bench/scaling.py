@@ -278,7 +278,10 @@ async def run_size(
                 seed_db.close()
             out["memory_mb"] = memory_mb()
             if ann_phase:
-                core.store.cfg["ann_threshold_rows"] = ann_threshold if size >= ann_threshold else 1
+                # the store reads its settings through the home's storage section: set it there
+                core.config["storage"]["ann_threshold_rows"] = (
+                    ann_threshold if size >= ann_threshold else 1
+                )
                 t0 = time.perf_counter()
                 built = await core.store.ensure_indexes()
                 out["ann_index_s"] = round(time.perf_counter() - t0, 2)
