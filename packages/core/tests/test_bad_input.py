@@ -19,6 +19,7 @@ from stratamem.contract.dtos import (
 )
 from stratamem.contract.errors import StratamemError
 from stratamem.core import LocalCore, open_core
+from stratamem.core.storage.ownership import Scope
 
 NS = Namespace(agent_kind="hermes")
 SURROGATE = b"caf\xe9 ok".decode("utf-8", errors="surrogateescape")  # invalid UTF-8 from bytes
@@ -40,7 +41,8 @@ async def core(tmp_path: Path) -> AsyncIterator[LocalCore]:
 
 async def _snapshot(core: LocalCore) -> dict[str, Any]:
     counts = {
-        t: await core.store.count(t) for t in ("traces", "policies", "world_models", "skills")
+        t: await core.store.count(t, Scope.everything("test"))
+        for t in ("traces", "policies", "world_models", "skills")
     }
     for table in ("sessions", "episodes", "episode_turns", "journal", "feedback"):
         counts[table] = core.db.query(f"SELECT count(*) FROM {table}")[0][0]

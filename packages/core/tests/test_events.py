@@ -18,6 +18,7 @@ from stratamem.contract.events import EVENT_TYPES
 from stratamem.core import open_core
 from stratamem.core.events import EventBus
 from stratamem.core.learning import LEARNING_EVENTS
+from stratamem.core.storage.ownership import Scope
 
 NS = Namespace(agent_kind="hermes")
 
@@ -69,7 +70,7 @@ async def _failing_embedder_scenario(home: Path, bus: EventBus) -> int:
             TurnResult(agent="hermes", session_id="s", user_text="q", agent_text="a", ts=now())
         )
         await core.flush(20)
-        assert await core.store.count("traces") == 1
+        assert await core.store.count("traces", Scope.everything("test")) == 1
         return len(core.db.query("SELECT * FROM embedding_retry_queue WHERE status='pending'"))
 
 

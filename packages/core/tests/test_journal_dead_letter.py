@@ -15,6 +15,7 @@ import pytest
 from stratamem.contract.dtos import ListQuery, Namespace, TurnInput, TurnResult
 from stratamem.core import open_core
 from stratamem.core.cli import main
+from stratamem.core.storage.ownership import Scope
 
 NS = Namespace(agent_kind="hermes", profile_id="default")
 
@@ -87,7 +88,9 @@ async def test_one_poison_entry_is_set_aside_and_three_good_turns_are_applied(
     async with open_core(tmp_path, embedding__provider="none", **cfg) as core:
         ids = [await _turn(core, i) for i in range(3)]
         await core.flush(timeout_s=30)
-        stored = {r["id"] for r in await core.store.scan("traces", "true", 100)}
+        stored = {
+            r["id"] for r in await core.store.scan("traces", Scope.everything("test"), None, 100)
+        }
         assert set(ids) <= stored and "tr_poison" not in stored
         await _until(lambda: core.journal.set_aside_total == 1)
         dead = await core.journal.set_aside()
@@ -97,7 +100,9 @@ async def test_one_poison_entry_is_set_aside_and_three_good_turns_are_applied(
         # a later turn is applied at once, a read does not wait for the poison
         later = await _turn(core, 9)
         await core.flush(timeout_s=30)
-        assert later in {r["id"] for r in await core.store.scan("traces", "true", 100)}
+        assert later in {
+            r["id"] for r in await core.store.scan("traces", Scope.everything("test"), None, 100)
+        }
         # retry puts it back with a fresh budget (it fails again and is set aside again)
         assert await core.journal.retry_set_aside() == 1
         await _until(lambda: core.journal.set_aside_total == 1 and not core.journal.pending)

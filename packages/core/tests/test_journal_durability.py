@@ -14,6 +14,7 @@ from pathlib import Path
 
 from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput, TurnResult
 from stratamem.core import open_core
+from stratamem.core.storage.ownership import Scope
 
 NS = Namespace(agent_kind="hermes")
 
@@ -77,7 +78,9 @@ async def _verify_after_restart(home: Path, acked: dict[str, str]) -> None:
     async with open_core(home, embedding__provider="none") as core:
         assert core.replayed > 0, "the kill should land with entries still unapplied"
         await core.flush(30)
-        stored = await core.store.scan("traces", "true", 100000, columns=["id", "user_text"])
+        stored = await core.store.scan(
+            "traces", Scope.everything("test"), None, 100000, columns=["id", "user_text"]
+        )
         ids = [r["id"] for r in stored]
         assert len(ids) == len(set(ids)), "a replayed turn was written twice"
         by_id = {r["id"]: r["user_text"] for r in stored}
@@ -95,7 +98,7 @@ async def _verify_after_restart(home: Path, acked: dict[str, str]) -> None:
             )
         )
         assert again.trace_id == acked["0"]
-        assert await core.store.count("traces") == len(ids)
+        assert await core.store.count("traces", Scope.everything("test")) == len(ids)
 
 
 async def test_search_immediately_after_turn_end_finds_the_turn(tmp_path: Path) -> None:
@@ -163,4 +166,4 @@ async def test_unapplied_journal_rows_are_visible_before_the_writer_runs(tmp_pat
         core.journal._stopping = False
         core.journal._task = asyncio.create_task(core.journal._loop())
         await core.flush(10)
-        assert await core.store.count("traces") == 1
+        assert await core.store.count("traces", Scope.everything("test")) == 1

@@ -24,6 +24,7 @@ from stratamem.contract.dtos import (
 )
 from stratamem.contract.errors import StratamemError
 from stratamem.core import LocalCore, open_core
+from stratamem.core.storage.ownership import Scope
 
 NS = Namespace(agent_kind="hermes")
 
@@ -92,7 +93,7 @@ async def test_turn_end_with_the_same_turn_key_is_stored_once(core: LocalCore) -
     b = await core.turn_end(res)
     assert a == b
     await core.flush(10)
-    assert await core.store.count("traces") == 1
+    assert await core.store.count("traces", Scope.everything("test")) == 1
 
 
 async def test_lightweight_mode_opens_one_episode_per_turn_and_closes_the_previous(

@@ -54,7 +54,7 @@ async def test_lance_filters_match_the_python_predicates(tmp_path: Path) -> None
     try:
         for ns in READERS:
             for scope, pred in ((Scope.visible(ns), is_visible), (Scope.owned(ns), is_owned)):
-                got = {r["id"] for r in await store.scan("traces", scope.where, 10_000)}
+                got = {r["id"] for r in await store.scan("traces", scope, None, 10_000)}
                 want = {r["id"] for r in rows if pred(r, ns)}
                 assert got == want, (ns, scope.mode)
                 assert want == {r["id"] for r in rows if scope.accepts(r)}

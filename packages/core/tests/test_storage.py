@@ -14,6 +14,7 @@ import pytest
 from stratamem.contract.errors import StratamemError
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.lock import HomeLock, read_owner
+from stratamem.core.storage.ownership import Scope
 from stratamem.core.storage.sqlite import MIGRATIONS, Database
 
 DIM = 32
@@ -89,7 +90,7 @@ async def test_upsert_is_idempotent_on_id(tmp_path: Path) -> None:
     rows = [_row(i, rng.standard_normal(DIM).astype(np.float32)) for i in range(10)]
     await store.upsert("traces", rows)
     await store.upsert("traces", rows)
-    assert await store.count("traces") == 10
+    assert await store.count("traces", Scope.everything("test")) == 10
     store.close()
 
 

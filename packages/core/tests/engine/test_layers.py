@@ -8,6 +8,7 @@ from stratamem.contract.dtos import ListQuery, Namespace, SkillGetOptions
 from stratamem.contract.errors import StratamemError
 from stratamem.core.engine import layers
 from stratamem.core.engine.services import EngineServices
+from stratamem.core.storage.ownership import Scope
 
 from .conftest import ALICE, BOB
 
@@ -58,7 +59,7 @@ async def test_policy_status_is_validated_and_set(svc: EngineServices) -> None:
 async def test_skill_use_is_counted_and_archive_is_the_owners(svc: EngineServices) -> None:
     await _seed(svc)
     await layers.get_skill(svc, "sk_alice", SkillGetOptions(record_use=True), ALICE)
-    rows = await svc.store.get_rows("skills", ["sk_alice"])
+    rows = await svc.store.get_rows("skills", ["sk_alice"], Scope.everything("test"))
     assert rows[0]["usage_count"] == 1
     with pytest.raises(StratamemError) as err:
         await layers.archive_skill(svc, "sk_alice", "manual", BOB)
@@ -73,4 +74,4 @@ async def test_delete_is_the_owners(svc: EngineServices) -> None:
     await _seed(svc)
     assert not await layers.delete_owned(svc, "policies", "po_alice", BOB)
     assert await layers.delete_owned(svc, "policies", "po_alice", ALICE)
-    assert await svc.store.get_rows("policies", ["po_alice"]) == []
+    assert await svc.store.get_rows("policies", ["po_alice"], Scope.everything("test")) == []

@@ -8,6 +8,7 @@ from typing import Any
 from stratamem.contract.dtos import TurnResult
 from stratamem.core.engine import commit, maintenance
 from stratamem.core.engine.assemble import open_local_core
+from stratamem.core.storage.ownership import Scope
 
 from .conftest import ALICE, now
 
@@ -31,7 +32,7 @@ async def test_a_due_retry_writes_the_vector_and_succeeds(tmp_path: Path, embedd
         job = await svc.run_db(lambda: svc.db.query("SELECT * FROM embedding_retry_queue"))
         assert job[0]["status"] == "succeeded" and job[0]["attempts"] == 1
         assert job[0]["next_attempt_at"] > now()
-        row = (await svc.store.get_rows("traces", [tid]))[0]
+        row = (await svc.store.get_rows("traces", [tid], Scope.everything("test")))[0]
         assert row["vec_summary"] is not None and len(row["vec_summary"]) == embedder.dimension
     finally:
         await core.shutdown()

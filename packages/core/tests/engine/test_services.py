@@ -14,6 +14,7 @@ from stratamem.contract.errors import StratamemError
 from stratamem.core.engine import commit
 from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.engine.services import EngineServices
+from stratamem.core.storage.ownership import Scope
 
 from .conftest import ALICE, now
 
@@ -64,7 +65,7 @@ async def test_wait_for_writes_applies_acknowledged_turns(svc: EngineServices) -
         ALICE,
     )
     pending = await svc.wait_for_writes(now() + 20_000)
-    assert pending == [] and await svc.store.count("traces") == 1
+    assert pending == [] and await svc.store.count("traces", Scope.everything("test")) == 1
 
 
 async def test_after_shutdown_every_call_is_refused(tmp_path: Path) -> None:

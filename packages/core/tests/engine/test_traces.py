@@ -5,6 +5,7 @@ from __future__ import annotations
 from stratamem.contract.dtos import ListQuery, Namespace, TracePatch, TurnResult
 from stratamem.core.engine import commit, traces
 from stratamem.core.engine.services import EngineServices
+from stratamem.core.storage.ownership import Scope
 
 from .conftest import ALICE, BOB, now
 
@@ -16,7 +17,7 @@ async def _capture(svc: EngineServices, ns: Namespace, text: str, session: str =
 
 async def test_a_pending_trace_is_readable_by_its_owner_only(svc: EngineServices) -> None:
     tid = await _capture(svc, ALICE, "the otter den is by the creek")
-    assert svc.journal.pending or await svc.store.count("traces") == 1
+    assert svc.journal.pending or await svc.store.count("traces", Scope.everything("test")) == 1
     got = await traces.get_trace(svc, tid, ALICE)
     assert got is not None and "otter" in (got.user_text or "")
     assert await traces.get_trace(svc, tid, BOB) is None
@@ -47,7 +48,7 @@ async def test_update_rewrites_text_and_search_text(svc: EngineServices) -> None
     tid = await _capture(svc, ALICE, "old words")
     got = await traces.update_trace(svc, tid, TracePatch(summary="new summary", tags=("t",)), ALICE)
     assert got is not None and got.summary == "new summary"
-    rows = await svc.store.get_rows("traces", [tid])
+    rows = await svc.store.get_rows("traces", [tid], Scope.everything("test"))
     assert "new summary" in rows[0]["search_text"] and rows[0]["search_text"].endswith("t")
 
 

@@ -58,6 +58,7 @@ from stratamem.core.engine.services import EngineServices
 from stratamem.core.events import EventBus, for_namespace
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.lock import HomeLock
+from stratamem.core.storage.ownership import Scope
 from stratamem.core.storage.sqlite import Database
 from stratamem.core.telemetry import get_logger
 
@@ -181,9 +182,10 @@ class LocalCore:
 
     async def health(self) -> Health:
         self._alive()
-        counts = {"traces": await self.store.count("traces")}
+        every = Scope.everything("health.counts")
+        counts = {"traces": await self.store.count("traces", every)}
         for t in ("policies", "world_models", "skills"):
-            counts[t] = await self.store.count(t)
+            counts[t] = await self.store.count(t, every)
         counts["journal_set_aside"] = self.journal.set_aside_total
         llm_health = ModelHealth(
             available=self.llm is not None,

@@ -19,7 +19,7 @@ from stratamem.core.validation import bad, check_id, check_limit
 async def get_one(
     svc: EngineServices, table: str, row_id: str, scope: Scope
 ) -> dict[str, Any] | None:
-    rows = await svc.store.get_rows(table, [row_id], scope.where)
+    rows = await svc.store.get_rows(table, [row_id], scope)
     return rows[0] if rows else None
 
 
@@ -32,15 +32,15 @@ async def list_rows(
         where.append(f"status = {quote(query.status)}")
     if query.q:
         where.append(f"lower(search_text) LIKE {quote('%' + query.q.lower() + '%')}")
-    flt = read_scope(ns, query.include_all_namespaces).where_and(*where)
-    rows = await svc.store.scan(table, flt, 10**6)
+    scope = read_scope(ns, query.include_all_namespaces)
+    rows = await svc.store.scan(table, scope, " AND ".join(where) or None, 10**6)
     rows.sort(key=lambda r: r.get(order) or 0, reverse=True)
     return rows[query.offset : query.offset + query.limit]
 
 
 async def delete_owned(svc: EngineServices, table: str, row_id: str, ns: Namespace) -> bool:
     check_id("id", row_id)
-    rows = await svc.store.get_rows(table, [row_id], Scope.owned(ns).where)
+    rows = await svc.store.get_rows(table, [row_id], Scope.owned(ns))
     if not rows:
         return False
     await svc.store.delete(table, [row_id])
@@ -100,9 +100,7 @@ async def get_skill(
     check_id("skill_id", skill_id)
     row = await get_one(svc, "skills", skill_id, Scope.visible(ns))
     if row is None:
-        by_name = await svc.store.scan(
-            "skills", Scope.visible(ns).where_and(f"name = {quote(skill_id)}"), 2
-        )
+        by_name = await svc.store.scan("skills", Scope.visible(ns), f"name = {quote(skill_id)}", 2)
         row = by_name[0] if len(by_name) == 1 else None
     if row is None:
         return None
@@ -126,7 +124,7 @@ async def list_skills(svc: EngineServices, query: ListQuery, ns: Namespace) -> l
 
 async def archive_skill(svc: EngineServices, skill_id: str, reason: str, ns: Namespace) -> Skill:
     check_id("skill_id", skill_id)
-    rows = await svc.store.get_rows("skills", [skill_id], Scope.owned(ns).where)
+    rows = await svc.store.get_rows("skills", [skill_id], Scope.owned(ns))
     if not rows:
         raise StratamemError(
             ErrorCode.SKILL_NOT_FOUND, f"skill {skill_id!r} not found", {"skill_id": skill_id}

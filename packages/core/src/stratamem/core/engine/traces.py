@@ -36,7 +36,7 @@ async def trace_rows(
     wanted = set(ids)
     scope = read_scope(ns, all_ns)
     pend = [r for r in svc.journal.pending_rows("trace") if r["id"] in wanted and scope.accepts(r)]
-    found = {r["id"]: r for r in await svc.store.get_rows("traces", list(ids), scope.where)}
+    found = {r["id"]: r for r in await svc.store.get_rows("traces", list(ids), scope)}
     for r in pend:
         found.setdefault(r["id"], r)
     return found
@@ -69,7 +69,6 @@ async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> l
         check_text("q", query.q, 1000)
         like = quote("%" + query.q.lower().replace("%", "") + "%")
         where.append(f"(lower(summary) LIKE {like} OR lower(user_text) LIKE {like})")
-    flt = scope.where_and(*where)
     pend = [
         r
         for r in svc.journal.pending_rows("trace")
@@ -81,7 +80,9 @@ async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> l
         )
     ]
     # pending first, storage second (see trace_rows): no row falls between the two reads
-    keys = await svc.store.scan("traces", flt, 10**6, columns=["id", "ts"])
+    keys = await svc.store.scan(
+        "traces", scope, " AND ".join(where) or None, 10**6, columns=["id", "ts"]
+    )
     seen = {k["id"] for k in keys}
     allk = [(int(k["ts"]), k["id"]) for k in keys] + [
         (int(r["ts"]), r["id"]) for r in pend if r["id"] not in seen
@@ -116,7 +117,7 @@ async def update_trace(
         return await get_trace(svc, trace_id, ns)
     await svc.drain_journal(15.0)
     async with svc.journal.write_lock:
-        rows = await svc.store.get_rows("traces", [trace_id], Scope.owned(ns).where)
+        rows = await svc.store.get_rows("traces", [trace_id], Scope.owned(ns))
         if not rows:
             return None
         cur = rows[0]
@@ -138,7 +139,7 @@ async def delete_traces(svc: EngineServices, trace_ids: Sequence[str], ns: Names
         return 0
     owned = Scope.owned(ns)
     async with svc.journal.write_lock:
-        stored = {r["id"] for r in await svc.store.get_rows("traces", ids, owned.where)}
+        stored = {r["id"] for r in await svc.store.get_rows("traces", ids, owned)}
         pend = {
             r["id"]
             for r in svc.journal.pending_rows("trace")

@@ -92,15 +92,13 @@ class LearningContext:
     async def rows(self, table: str, ids: Sequence[str], scope: Scope) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for i in range(0, len(ids), 200):
-            out += await self.core.store.get_rows(table, list(ids[i : i + 200]), scope.where)
+            out += await self.core.store.get_rows(table, list(ids[i : i + 200]), scope)
         return out
 
     async def scan(
         self, table: str, scope: Scope, where: str | None = None, limit: int = 10_000
     ) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = await self.core.store.scan(
-            table, scope.where_and(where), limit
-        )
+        rows: list[dict[str, Any]] = await self.core.store.scan(table, scope, where, limit)
         return rows
 
     async def nearest(

@@ -27,8 +27,8 @@ from lancedb.index import FTS, IvfHnswSq
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex import HotIndex
+from stratamem.core.storage.ownership import Scope, quote
 from stratamem.core.storage.ownership import ids_where as ids_where  # re-export (local.py)
-from stratamem.core.storage.ownership import quote
 from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES
 from stratamem.core.telemetry import get_logger
 
@@ -172,31 +172,35 @@ class LanceStore:
                 self.hot.delete(name, ids)
 
     # -- reads -----------------------------------------------------------------------------
+    # Reads state whose rows they may see (``storage.ownership.Scope``): visible to or owned by a
+    # namespace, or ``Scope.everything(job)`` for a named maintenance job. No unscoped read.
     async def get_rows(
-        self, name: str, ids: Sequence[str], where: str | None = None
+        self, name: str, ids: Sequence[str], scope: Scope, where: str | None = None
     ) -> list[dict[str, Any]]:
         if not ids:
             return []
-        flt = ids_where(ids) if where is None else f"({ids_where(ids)}) AND {where}"
+        flt = scope.where_and(ids_where(ids), where)
         arrow = await self._tables[name].query().where(flt).limit(max(len(ids), 1)).to_arrow()
         return arrow.to_pylist()  # type: ignore[no-any-return]
 
     async def scan(
         self,
         name: str,
-        where: str,
+        scope: Scope,
+        where: str | None,
         limit: int,
         columns: Sequence[str] | None = None,
         offset: int = 0,
     ) -> list[dict[str, Any]]:
-        q = self._tables[name].query().where(where).limit(limit + offset)
+        q = self._tables[name].query().where(scope.where_and(where)).limit(limit + offset)
         if columns:
             q = q.select(list(columns))
         rows: list[dict[str, Any]] = (await q.to_arrow()).to_pylist()
         return rows[offset:]
 
-    async def count(self, name: str, where: str | None = None) -> int:
-        return int(await self._tables[name].count_rows(where))
+    async def count(self, name: str, scope: Scope, where: str | None = None) -> int:
+        flt = scope.where_and(where)
+        return int(await self._tables[name].count_rows(None if flt == "true" else flt))
 
     async def vector_search(
         self,

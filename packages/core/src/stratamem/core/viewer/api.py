@@ -22,6 +22,7 @@ from stratamem.contract.dtos import (
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core import __version__
+from stratamem.core.storage.ownership import Scope
 from stratamem.core.telemetry import get_logger
 from stratamem.core.viewer import config_api, logs, workspace_api
 from stratamem.core.viewer.http import HttpError, Request
@@ -116,7 +117,7 @@ class ViewerApi:
             for r in self.core.journal.pending_rows("trace"):
                 if r.get("id") == row_id:
                     return _ns_of(r)
-        rows = await self.core.store.get_rows(table, [row_id])
+        rows = await self.core.store.get_rows(table, [row_id], Scope.everything("viewer.owner_of"))
         return _ns_of(rows[0]) if rows else None
 
     def _list_query(self, req: Request) -> ListQuery:
@@ -134,7 +135,11 @@ class ViewerApi:
 
     async def namespaces(self) -> list[dict[str, Any]]:
         rows = await self.core.store.scan(
-            "traces", "true", 10**6, columns=["owner_agent_kind", "owner_profile_id", "ts"]
+            "traces",
+            Scope.everything("viewer.namespaces"),
+            None,
+            10**6,
+            columns=["owner_agent_kind", "owner_profile_id", "ts"],
         )
         rows += [
             {k: r.get(k) for k in ("owner_agent_kind", "owner_profile_id", "ts")}
@@ -187,7 +192,8 @@ class ViewerApi:
         return {"items": [redact(to_json(e)) for e in reversed(events)]}
 
     async def metrics_view(self, req: Request) -> dict[str, Any]:
-        rows = await self.core.store.scan("traces", "true", 10**6, columns=["ts"])
+        every = Scope.everything("viewer.metrics")
+        rows = await self.core.store.scan("traces", every, None, 10**6, columns=["ts"])
         stamps = [int(r["ts"]) for r in rows] + [
             int(r.get("ts") or 0) for r in self.core.journal.pending_rows("trace")
         ]
