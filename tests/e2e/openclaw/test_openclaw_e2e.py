@@ -66,9 +66,11 @@ def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchab
     assert json.loads(inst.stdout)["changed"] is True
     cfg_path = run.openclaw_home / "openclaw.json"
     doc = Json5Document(cfg_path.read_text())
-    # the home's resident service (started by the plugin's first turn) idles out after 20 s
+    # the home's resident service (started by the plugin's first turn) idles out after 90 s: long
+    # enough that a one-shot OpenClaw start on a loaded machine never finds it gone between turns
+    # (a cold start skips that turn's recall), short enough to see it exit by itself below
     st_home = run.openclaw_home / "stratamem"
-    (st_home / "config.yaml").write_text("server:\n  idle_exit_s: 20\n")
+    (st_home / "config.yaml").write_text("server:\n  idle_exit_s: 90\n")
     doc.set(
         ("plugins", "entries", "stratamem", "config", "logFile"), str(tmp_path / "plugin.jsonl")
     )
@@ -96,7 +98,7 @@ def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchab
         else None
     )
     if serve:  # the plugin started the service; it exits by itself once nobody calls it
-        deadline = time.time() + 180
+        deadline = time.time() + 300
         while _pid_alive(int(serve["pid"])) and time.time() < deadline:
             time.sleep(1)
         assert not _pid_alive(int(serve["pid"])), "stratamem serve did not exit when idle"
