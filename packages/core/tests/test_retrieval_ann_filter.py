@@ -10,7 +10,7 @@ import numpy as np
 from stratamem.contract.dtos import Namespace
 from stratamem.core.retrieval.channels import table_vector
 from stratamem.core.storage.lance import LanceStore
-from stratamem.core.storage.visibility import visibility_where
+from stratamem.core.storage.ownership import visible_where
 
 DIM = 32
 
@@ -49,8 +49,8 @@ async def test_ann_search_filters_after_the_search_and_falls_back_for_rare_names
     await store.ensure_indexes()
     assert store.has_ann("traces", "vec_summary")
     table = store.table("traces")
-    alpha = visibility_where(Namespace(agent_kind="alpha"))
-    beta = visibility_where(Namespace(agent_kind="beta"))
+    alpha = visible_where(Namespace(agent_kind="alpha"))
+    beta = visible_where(Namespace(agent_kind="beta"))
     hits = 0
     for _ in range(10):
         q = vec()

@@ -36,7 +36,8 @@ _log = get_logger("storage")
 
 
 class LanceStore:
-    """All LanceDB tables of one home. Readers (retrieval) use ``table(name)`` with ``visibility_where``."""
+    """All LanceDB tables of one home. Reads take an ownership ``Scope``; retrieval's own queries on
+    ``table(name)`` filter with ``storage.ownership.visible_where``."""
 
     def __init__(self, path: Path, dim: int, model: str, storage_cfg: dict[str, Any]) -> None:
         self.path = path

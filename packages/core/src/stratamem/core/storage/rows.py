@@ -10,7 +10,6 @@ from typing import Any
 from stratamem.contract.dtos import (
     DecisionGuidance,
     Episode,
-    Namespace,
     Ownership,
     Policy,
     Session,
@@ -22,7 +21,6 @@ from stratamem.contract.dtos import (
     WorldModelEntry,
     WorldModelStructure,
 )
-from stratamem.core.storage import ownership
 
 
 def tool_calls_to_json(calls: Sequence[ToolCall]) -> str:
@@ -63,20 +61,11 @@ def owner_of(row: Mapping[str, Any]) -> Ownership:
     )
 
 
-def owner_columns(ns: Namespace) -> dict[str, Any]:
-    return ownership.owner_columns(ns)
-
-
 def share_of(row: Mapping[str, Any]) -> Share | None:
     scope = row.get("share_scope") or "private"
     if scope == "private" and not row.get("share_target"):
         return None
     return Share(scope=scope, target=row.get("share_target"), shared_at=row.get("shared_at"))
-
-
-def visible(row: Mapping[str, Any], ns: Namespace | None) -> bool:
-    """``ownership.is_visible`` (for rows not yet in LanceDB, e.g. pending journal rows)."""
-    return ownership.is_visible(row, ns or Namespace())
 
 
 def trace_from_row(row: Mapping[str, Any], episode_status: str | None = None) -> Trace:
