@@ -34,6 +34,7 @@ from typing import Any
 
 from stratamem.contract import __version__ as CONTRACT_VERSION
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.home import make_dirs, pid_alive
 
 OWNER_LOCK = "owner.lock"
 RUN_DIR = "run"
@@ -155,13 +156,7 @@ def _pid_alive(pid: int) -> bool:
     child = _CHILDREN.get(pid)
     if child is not None:
         return child.poll() is None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def _absolute(home: str | os.PathLike[str]) -> Path:
@@ -170,20 +165,7 @@ def _absolute(home: str | os.PathLike[str]) -> Path:
 
 def prepare(home: Path) -> Path:
     """Create the home's ``run/`` and ``logs/`` (mode 0700); ``path_not_writable`` at once if it can't."""
-    home = Path(home).expanduser().absolute()
-    try:
-        for sub in (home, home / RUN_DIR, home / "logs"):
-            sub.mkdir(parents=True, exist_ok=True, mode=0o700)
-        probe = home / RUN_DIR / f".probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise StratamemError(
-            ErrorCode.PATH_NOT_WRITABLE,
-            f"home {home} is not writable: {exc.strerror or exc}",
-            {"home": str(home)},
-        ) from exc
-    return home
+    return make_dirs(Path(home).expanduser().absolute(), (RUN_DIR, "logs"), RUN_DIR)
 
 
 def serve_argv(home: Path) -> list[str]:

@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from stratamem.contract.errors import ErrorCode, StratamemError
+
 #: host -> (environment variable naming the host's home, the host's default home)
 HOST_DEFAULTS: dict[str, tuple[str | None, str]] = {
     "openclaw": (None, "~/.openclaw"),
@@ -51,3 +53,33 @@ def socket_path_for(home: Path, name: str = "stratamem.sock") -> Path:
         return natural
     digest = hashlib.sha256(os.fsencode(str(Path(home).absolute()))).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"stratamem-{digest}.sock"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def make_dirs(home: Path, subdirs: tuple[str, ...], probe_in: str) -> Path:
+    """Create ``home`` and ``subdirs`` (mode 0700) and prove ``probe_in`` writable; a home that
+    cannot be written is ``path_not_writable`` at once, before anything else is attempted."""
+    try:
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for sub in subdirs:
+            (home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+        probe = home / probe_in / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise StratamemError(
+            ErrorCode.PATH_NOT_WRITABLE,
+            f"home {home} is not writable: {exc.strerror or exc}",
+            {"home": str(home)},
+        ) from exc
+    return home

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stratamem.contract.hostkit.home import pid_alive
+
 SUFFIX = ".turn"
 CLAIMED = ".claimed-"
 TEMP_SUFFIX = ".tmp"
@@ -48,18 +50,6 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +119,7 @@ class Spool:
             name = p.name
             if CLAIMED in name:
                 pid = name.rsplit(CLAIMED, 1)[1]
-                if pid.isdigit() and not _alive(int(pid)):
+                if pid.isdigit() and not pid_alive(int(pid)):
                     with contextlib.suppress(FileNotFoundError):
                         os.replace(p, p.with_name(name.split(CLAIMED, 1)[0]))
             elif name.endswith(TEMP_SUFFIX):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.home import pid_alive
 from stratamem.core.config.settings import Section
 from stratamem.core.hookspecs import hookimpl
 from stratamem.core.telemetry import get_logger
@@ -101,7 +102,7 @@ def run_open(args: argparse.Namespace) -> int:
     info = read_serve_json(home)
     url = (info or {}).get("viewer_url")
     pid = (info or {}).get("pid")
-    alive = isinstance(pid, int) and _alive(pid)
+    alive = isinstance(pid, int) and pid_alive(pid)
     if not url or not alive:
         why = "no server runs for" if not alive else "the server runs without a viewer for"
         print(
@@ -113,16 +114,6 @@ def run_open(args: argparse.Namespace) -> int:
     if args.browser:
         webbrowser.open(str(url))
     return 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @hookimpl
