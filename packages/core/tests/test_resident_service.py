@@ -151,9 +151,13 @@ def test_an_open_event_stream_keeps_the_service_from_idling_out(tmp_path: Path) 
         core = await connect(home)
         events = core.subscribe_events()
         task = asyncio.ensure_future(anext(events))
-        await asyncio.sleep(4)
+        # calls keep the service busy until the stream is live (its first event arrives), so no
+        # idle window can fall between connecting and the stream opening, however slow the machine
+        while not task.done():
+            await core.open_session("idle-test", session_id="idle-s1")
+            await asyncio.wait({task}, timeout=0.2)
+        await asyncio.sleep(4)  # four idle windows with nothing but the stream open
         assert owner_record(home) is not None  # stream open: not idle
-        task.cancel()
         await core.shutdown()
 
     asyncio.run(main())
