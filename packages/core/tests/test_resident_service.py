@@ -17,6 +17,7 @@ import pytest
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.client import ensure_service, live_socket, owner_record
+from stratamem.contract.hostkit.home import pid_alive
 
 STRATAMEM = str(Path(sys.executable).parent / "stratamem")
 HEAVY = ("lancedb", "pyarrow", "numpy", "onnxruntime", "stratamem.core.local", "tokenizers")
@@ -39,14 +40,6 @@ def _heavy_loaded(code: str, *args: str) -> list[str]:
     assert line, out.stdout + out.stderr
     mods = json.loads(line[-1][len("MODULES=") :])
     return sorted(m for m in mods if m in HEAVY or m.split(".")[0] in HEAVY)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _wait(predicate: object, timeout: float = 120.0) -> None:
@@ -135,7 +128,7 @@ def test_idle_service_exits_and_releases_the_home_then_the_next_client_starts_on
     pid = owner_record(home)["pid"]  # type: ignore[index]
     _wait(lambda: owner_record(home) is None)
     assert not (home / "run" / "serve.json").exists() and not Path(first).exists()
-    _wait(lambda: not _alive(pid))  # and the process is gone
+    _wait(lambda: not pid_alive(pid))  # and the process is gone
     ensure_service(home)
     assert owner_record(home)["pid"] != pid  # type: ignore[index]
 

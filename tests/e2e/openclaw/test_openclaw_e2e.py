@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 from openclaw_harness import OpenClawInstall, OpenClawRun, StubLlm, ensure_openclaw, user_prompt_of
 
+from stratamem.contract.hostkit.home import pid_alive
 from stratamem.openclaw.json5edit import Json5Document
 
 pytestmark = pytest.mark.timeout(1800)
@@ -43,16 +43,6 @@ def stub() -> Iterator[StubLlm]:
 def block_of(prompt: str) -> str:
     m = BLOCK.search(prompt)
     return m.group(0) if m else ""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchable(
@@ -99,9 +89,9 @@ def test_fact_from_session_a_is_recalled_in_session_b_and_every_turn_is_searchab
     )
     if serve:  # the plugin started the service; it exits by itself once nobody calls it
         deadline = time.time() + 300
-        while _pid_alive(int(serve["pid"])) and time.time() < deadline:
+        while pid_alive(int(serve["pid"])) and time.time() < deadline:
             time.sleep(1)
-        assert not _pid_alive(int(serve["pid"])), "stratamem serve did not exit when idle"
+        assert not pid_alive(int(serve["pid"])), "stratamem serve did not exit when idle"
 
     for _key, message in turns:
         words = " ".join(re.findall(r"[A-Za-z0-9]+", message)[:6])
