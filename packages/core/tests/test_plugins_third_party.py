@@ -20,7 +20,7 @@ PLUGIN = textwrap.dedent(
     from pathlib import Path
 
     import numpy as np
-    from stratamem.core.hookspecs import hookimpl
+    from stratamem.core import hookimpl
 
 
     class LetterEmbedder:
@@ -128,6 +128,7 @@ OBSERVER_PLUGIN = textwrap.dedent(
     import json
     import os
 
+    # the pre-0.2 import path of the marker: older plugins keep working
     from stratamem.core.hookspecs import hookimpl
 
 
@@ -180,3 +181,22 @@ def test_an_installed_plugin_observes_events_and_hears_the_core_start(tmp_path: 
     seen = [json.loads(line) for line in events.read_text().splitlines()]
     assert "trace.created" in {t for t, _ in seen}
     assert "session.opened" in {t for t, _ in seen}
+
+
+def test_the_public_marker_is_light_and_the_same_as_the_old_path() -> None:
+    """``from stratamem.core import hookimpl`` loads no engine; the old ``hookspecs`` path is the same marker."""
+    probe = textwrap.dedent(
+        """
+        import sys
+        from stratamem.core import hookimpl
+        heavy = sorted(m for m in ("lancedb", "pyarrow", "numpy", "grpc", "stratamem.core.local",
+                                   "stratamem.core.engine") if m in sys.modules)
+        from stratamem.core.hookspecs import hookimpl as old
+        print(heavy, hookimpl is old, hookimpl.project_name)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "True", "stratamem"]

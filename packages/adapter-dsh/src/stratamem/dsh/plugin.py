@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stratamem.core.hookspecs import hookimpl
+from stratamem.core import hookimpl
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

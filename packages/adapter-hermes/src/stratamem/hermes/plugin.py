@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Callable
 
-from stratamem.core.hookspecs import hookimpl
+from stratamem.core import hookimpl
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stratamem.core.hookspecs import hookimpl
+from stratamem.core import hookimpl
 
 
 @hookimpl

@@ -11,6 +11,7 @@ from typing import Any
 import pluggy
 
 hookspec = pluggy.HookspecMarker("stratamem")
+# public home: ``stratamem.core.hookimpl`` (this module path keeps working for older plugins)
 hookimpl = pluggy.HookimplMarker("stratamem")
 
 

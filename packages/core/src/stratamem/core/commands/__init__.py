@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stratamem.core.hookspecs import hookimpl
+from stratamem.core import hookimpl
 
 
 @hookimpl

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stratamem.core.hookspecs import hookimpl
+from stratamem.core import hookimpl
 
 
 def _local(config: Mapping[str, Any]) -> Any:

@@ -17,8 +17,8 @@ from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.home import pid_alive
+from stratamem.core import hookimpl
 from stratamem.core.config.settings import Section
-from stratamem.core.hookspecs import hookimpl
 from stratamem.core.telemetry import get_logger
 
 _log = get_logger("viewer")
