@@ -32,6 +32,7 @@ from stratamem.core.retrieval.candidates import Candidate, Pool, num, priority_f
 from stratamem.core.retrieval.deadline import Deadline
 from stratamem.core.retrieval.expand import (
     FETCH_LIMIT,
+    NEIGHBOUR_WINDOW_MS,
     Span,
     expand_pool,
     hot_rows_in_spans,
@@ -332,6 +333,16 @@ class _Run:
             )
             return list(got or [])
 
+        near_rows = None
+        hot = self.hot.table("traces") if self.hot is not None else None
+        if hot is not None:  # the seeds' session neighbours straight from the hot index
+
+            def near_rows(seeds: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+                assert hot is not None
+                return hc.session_neighbours(
+                    hot, hc.trace_mask(hot, flt), seeds, NEIGHBOUR_WINDOW_MS
+                )
+
         window = time_window(self.cq.text, self.now, self.ctx.tz_offset_minutes)
         if window is not None:  # the memories told in the window join the pool
             span: list[Span] = [window.span()]
@@ -346,6 +357,7 @@ class _Run:
             lexical_weight=float(self.s("fusion_lexical_weight")),
             weight=float(self.s("neighbour_weight")),
             top=int(self.s("neighbour_expand_top")),
+            near_rows=near_rows,
         )
         lift_in_window(pool, window, float(self.s("time_window_weight")))
 

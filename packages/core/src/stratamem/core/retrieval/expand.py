@@ -129,12 +129,16 @@ async def expand_pool(
     lexical_weight: float,
     weight: float = NEIGHBOUR_WEIGHT,
     top: int = EXPAND_TOP,
+    near_rows: Callable[[list[Mapping[str, Any]]], Sequence[Mapping[str, Any]]] | None = None,
 ) -> None:
     """Fuse the trace pool's channels, add the best traces' session neighbours, lift every trace
     by its best neighbour, and leave the result in each candidate's ``prior``.
 
     ``fetch(spans)`` returns the stored traces in the spans that pass the caller's visibility
-    filter; ``pending`` are the unapplied rows that already passed it.
+    filter; ``pending`` are the unapplied rows that already passed it. ``near_rows(seeds)``, when given,
+    replaces that fetch with just the stored rows next to each seed in its session (the hot index
+    finds them without reading the spans whole): only edges touching a seed are used, so the
+    result is the same.
     """
     from stratamem.core.retrieval.fusion import CosineScale, fused_scores
 
@@ -144,7 +148,10 @@ async def expand_pool(
     adj: dict[str, list[str]] = {}
     if seeds and weight > 0:
         spans = neighbour_spans(seeds)
-        rows = list(await fetch(spans)) if spans else []
+        if near_rows is not None:
+            rows = list(near_rows(seeds)) if spans else []
+        else:
+            rows = list(await fetch(spans)) if spans else []
         rows += [r for r in pending if in_spans(r, spans)]
         adj = adjacency([*seeds, *rows])
         seed_ids = {str(s["id"]) for s in seeds}

@@ -7,7 +7,7 @@ vectors so candidates get cosines and MMR without a second read. Filters are the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -129,3 +129,54 @@ def substring(t: HotTable, needles: Sequence[str], mask: np.ndarray, limit: int)
                 seen.add(slot)
                 out.append((slot, 1.0 / (i + 1)))
     return _rows(t, out[:limit])
+
+
+def session_neighbours(
+    t: HotTable, mask: np.ndarray, seeds: Sequence[Mapping[str, Any]], window_ms: int
+) -> list[Row]:
+    """The stored rows right before and after each seed in its session (order: ts, then id) within
+    ``window_ms``, among the slots passing ``mask``; ascending slots.
+
+    ``expand.adjacency`` over these rows and the seeds gives every seed the same neighbours as over
+    the seeds' whole session spans: the nearest row on each side is here, and nothing here lies
+    between a seed and it. Reads a window of one session per seed, never the spans whole.
+    """
+    n = min(t.n, len(mask))
+    picked: set[int] = set()
+    for seed in seeds:
+        sid = seed.get("session_id")
+        if not sid:
+            continue
+        slots = t.session_slots(str(sid))
+        slots = slots[slots < n]
+        if not len(slots):
+            continue
+        ts0 = int(seed.get("ts") or 0)
+        rid = str(seed.get("id"))
+        ts = t.ts[slots]
+        sel = mask[slots] & (ts >= ts0 - window_ms) & (ts <= ts0 + window_ms)
+        slots, ts = slots[sel], ts[sel]
+        for side in (-1, 1):
+            got = _nearest(t, slots, ts, ts0, rid, side)
+            if got is not None:
+                picked.add(got)
+    return [t.full_row(s) for s in sorted(picked)]
+
+
+def _nearest(
+    t: HotTable, slots: np.ndarray, ts: np.ndarray, ts0: int, rid: str, side: int
+) -> int | None:
+    """The slot whose (ts, id) is the nearest below (side -1) or above (+1) (ts0, rid)."""
+    same = [
+        int(s)
+        for s in slots[ts == ts0]
+        if (str(t.ids[s]) < rid if side < 0 else str(t.ids[s]) > rid)
+    ]
+    if not same:
+        beyond = ts < ts0 if side < 0 else ts > ts0
+        if not beyond.any():
+            return None
+        edge = ts[beyond].max() if side < 0 else ts[beyond].min()
+        same = [int(s) for s in slots[ts == edge]]
+    pick = max if side < 0 else min
+    return pick(same, key=lambda s: str(t.ids[s]))
