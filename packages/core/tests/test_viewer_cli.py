@@ -87,3 +87,43 @@ def test_the_viewer_port_follows_the_host_of_the_home(tmp_path: Path) -> None:
     assert choose_bind(plain, "off") is None
     (plain / "config.yaml").write_text("viewer:\n  port: 19123\n")
     assert choose_bind(plain, None) == ("127.0.0.1", 19123, True)
+
+
+def test_viewer_traffic_keeps_the_resident_service_from_idling_out(tmp_path: Path) -> None:
+    """A person on the viewer (page requests, then only the page's open ``/events`` stream) is
+    activity: ``server.idle_exit_s`` does not stop the service under them; it exits once they leave."""
+    import time
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(
+        "version: 1\nembedding:\n  provider: none\nserver:\n  idle_exit_s: 2\n"
+    )
+    with (tmp_path / "serve.err").open("w") as err:
+        proc = subprocess.Popen(
+            [*STRATAMEM, "serve", "--home", str(home), "--viewer", "127.0.0.1:0"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=_env(),
+        )
+    try:
+        assert proc.stdout is not None
+        url = json.loads(proc.stdout.readline())["viewer_url"]
+        until = time.monotonic() + 6  # three idle windows of nothing but viewer requests
+        while time.monotonic() < until:
+            with urllib.request.urlopen(url + "api/traces", timeout=60) as resp:
+                assert resp.status == 200
+            time.sleep(0.25)
+        assert proc.poll() is None, "the service idled out while the viewer was in use"
+        with urllib.request.urlopen(url + "events", timeout=60) as stream:
+            assert stream.readline().startswith(b"retry:")  # the stream is open
+            time.sleep(5)  # only the open stream for two and a half idle windows
+            assert proc.poll() is None, "the service idled out under an open viewer page"
+        proc.wait(120)  # the page closed: nothing is in flight, the idle exit follows
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+    assert proc.returncode == 0
+    assert not (home / "run" / "serve.json").exists()

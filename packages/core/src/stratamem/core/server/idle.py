@@ -1,8 +1,10 @@
 """Idle exit of the resident service: it stops after ``server.idle_exit_s`` without calls or open streams.
 
 Every RPC on every listener (core, workspace, host services, health) passes an interceptor that
-counts it in flight from its start until its last response; the service is idle only when nothing is
-in flight, and idle time counts from the end of the last call. ``0`` disables the exit.
+counts it in flight from its start until its last response, and so does every viewer HTTP request
+(an open ``/events`` stream for as long as it is open); the service is idle only when nothing is in
+flight, and idle time counts from the end of the last call, or from when the service became ready.
+``0`` disables the exit.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ async def exit_when_idle(activity: Activity, idle_s: float, stop: asyncio.Event)
     """Set ``stop`` once the service has been idle for ``idle_s`` seconds (never when ``<= 0``)."""
     if idle_s <= 0:
         return
+    activity.last = max(activity.last, time.monotonic())  # idle from ready, not from construction
     while not stop.is_set():
         left = idle_s - activity.idle_for()
         if left <= 0:

@@ -72,7 +72,10 @@ async def start_for_serve(core: Any, service: Any, spec: str | None, token: str 
     host, port, explicit = bind
     tokens = normalise_tokens(token, Section("server", core.config.get("server"))["tokens"])
     viewer = ViewerServer(
-        core, tokens=tokens, workspace_shared=getattr(service, "_workspace", None)
+        core,
+        tokens=tokens,
+        workspace_shared=getattr(service, "_workspace", None),
+        activity=getattr(service, "activity", None),
     )
     try:
         await viewer.start(host, port)

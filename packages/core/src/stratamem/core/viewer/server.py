@@ -3,6 +3,7 @@
 The route table is registered on aiohttp's router; one middleware authorises each request (before its
 body is read), reads the bounded body, and turns every failure into a JSON
 ``{"error": {code, message, details}}`` with a matching status, so a refused request changes nothing.
+Under ``stratamem serve`` every authorised request counts as the service's activity (idle exit).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.server.idle import Activity
 from stratamem.core.telemetry import get_logger
 from stratamem.core.telemetry.redact import redact
 from stratamem.core.viewer import openapi, static
@@ -74,8 +76,11 @@ class ViewerServer:
         max_body: int = DEFAULT_MAX_BODY,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         workspace_shared: dict[str, Any] | None = None,
+        activity: Activity | None = None,
     ) -> None:
         self.core = core
+        #: the resident service's call counter: an authorised request is activity (no idle exit)
+        self.activity = activity
         self.guard = Guard(tokens)
         self.hub = LogHub()
         self.metrics = Metrics()
@@ -151,9 +156,15 @@ class ViewerServer:
         req = Request.of(request)
         try:
             self.guard.check(req)  # before the body is read: a refused caller uploads nothing
-            req.body = await read_body(request, self.max_body, self.idle_timeout_s)
-            request[VIEW] = req
-            resp = await handler(request)
+            if self.activity is not None:
+                self.activity.begin()
+            try:
+                req.body = await read_body(request, self.max_body, self.idle_timeout_s)
+                request[VIEW] = req
+                resp = await handler(request)  # an SSE stream returns when it closes
+            finally:
+                if self.activity is not None:
+                    self.activity.end()
             token = req.query.get("token")
             if token and req.principal == "token" and not resp.prepared:
                 resp.headers["Set-Cookie"] = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
