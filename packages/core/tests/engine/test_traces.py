@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stratamem.contract.dtos import ListQuery, Namespace, TracePatch, TurnResult
+from stratamem.contract.dtos import ListQuery, Namespace, TracePatch, TurnResult, trace_cursor
 from stratamem.core.engine import commit, traces
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.storage.ownership import Scope
@@ -60,3 +60,63 @@ async def test_delete_is_the_owners_and_unlinks_the_episode(svc: EngineServices)
     assert await traces.get_trace(svc, tid, ALICE) is None
     eps = await svc.run_db(lambda: svc.db.query("SELECT trace_ids_json FROM episodes"))
     assert all(tid not in e["trace_ids_json"] for e in eps)
+
+
+async def _capture_at(svc: EngineServices, ns: Namespace, text: str, ts: int) -> str:
+    r = TurnResult(agent="hermes", session_id=f"s{ts}", user_text=text, agent_text="ok", ts=ts)
+    return (await commit.turn_end(svc, r, ns)).trace_id
+
+
+async def test_a_page_reads_one_page_of_rows_not_every_key(svc: EngineServices) -> None:
+    base = now()
+    for i in range(60):
+        await _capture_at(svc, ALICE, f"alice note {i}", base + i)
+        await _capture_at(svc, BOB, f"bob note {i}", base + i)
+    await svc.journal.drain(60)
+    before = svc.store.rows_read
+    page = await traces.list_traces(svc, ListQuery(limit=7), ALICE)
+    assert [t.user_text for t in page] == [f"alice note {i}" for i in range(59, 52, -1)]
+    assert svc.store.rows_read - before <= 7  # the old code read all 60 keys, then the page
+    before = svc.store.rows_read
+    after = trace_cursor(page[-1])
+    nxt = await traces.list_traces(svc, ListQuery(limit=7, after=after), ALICE)
+    assert [t.user_text for t in nxt] == [f"alice note {i}" for i in range(52, 45, -1)]
+    assert svc.store.rows_read - before <= 7
+
+
+async def test_keyset_pages_cross_ties_and_concurrent_inserts_exactly_once(
+    svc: EngineServices,
+) -> None:
+    """Traces sharing a timestamp straddle a page boundary, and new traces (applied and still
+    pending) arrive between pages: the cursor still yields every earlier trace exactly once."""
+    base = now() - 10_000
+    ids = [await _capture_at(svc, ALICE, f"tied {i}", base) for i in range(5)]
+    ids += [await _capture_at(svc, ALICE, f"later {i}", base + 1 + i) for i in range(8)]
+    await svc.journal.drain(60)
+    await _capture_at(svc, BOB, "bob's, never listed for alice", base + 3)
+    seen: list[str] = []
+    after: str | None = None
+    for n in range(20):
+        page = await traces.list_traces(svc, ListQuery(limit=4, after=after), ALICE)
+        if not page:
+            break
+        seen += [t.id for t in page]
+        after = trace_cursor(page[-1])
+        # a concurrent writer: newer traces land between pages (some applied, one left pending)
+        await _capture_at(svc, ALICE, f"new {n}", now() + n)
+        if n % 2:
+            await svc.journal.drain(60)
+    assert sorted(seen) == sorted(ids) and len(seen) == len(ids)
+    assert seen[:8] == ids[5:][::-1]  # newest first; the tied five follow in id order
+    assert seen[8:] == sorted(ids[:5], reverse=True)
+
+
+async def test_a_bad_cursor_is_a_typed_error(svc: EngineServices) -> None:
+    import pytest
+
+    from stratamem.contract.errors import StratamemError
+
+    for bad in ("nope", "12", ":x", "-1:x"):
+        with pytest.raises(StratamemError) as err:
+            await traces.list_traces(svc, ListQuery(after=bad), ALICE)
+        assert err.value.code.value == "invalid_argument"

@@ -53,6 +53,7 @@ __all__ = [
     "WorldModel",
     "WorldModelEntry",
     "WorldModelStructure",
+    "trace_cursor",
 ]
 
 #: Any JSON-serialisable value (dict, list, str, int, float, bool, None).
@@ -473,6 +474,13 @@ class ListQuery:
     q: str | None = None
     namespace: Namespace | None = None
     include_all_namespaces: bool = False
+    #: keyset cursor for ``list_traces``: :func:`trace_cursor` of the previous page's last trace
+    after: str | None = None
+
+
+def trace_cursor(trace: Trace) -> str:
+    """The ``ListQuery.after`` cursor that continues a trace listing after ``trace``."""
+    return f"{trace.ts}:{trace.id}"
 
 
 @dataclass(frozen=True, slots=True)

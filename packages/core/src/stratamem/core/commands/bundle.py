@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stratamem.contract.dtos import ListQuery, Namespace, ToolCall, TurnResult
+from stratamem.contract.dtos import ListQuery, Namespace, ToolCall, TurnResult, trace_cursor
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
 from stratamem.core.commands.common import namespace_of, print_json, reads_home, run_async
@@ -51,6 +51,18 @@ async def _all(fetch: Any, ns: Namespace | None) -> list[Any]:
         offset += PAGE
 
 
+async def _all_traces(core: MemoryCore, ns: Namespace | None) -> list[Any]:
+    """Every trace, paged by keyset cursor (stable while the service keeps writing)."""
+    out: list[Any] = []
+    after: str | None = None
+    while True:
+        page = await core.list_traces(dataclasses.replace(_query(ns, 0), after=after))
+        out.extend(page)
+        if len(page) < PAGE:
+            return out
+        after = trace_cursor(page[-1])
+
+
 async def export_bundle(core: MemoryCore, ns: Namespace | None) -> dict[str, Any]:
     """Every namespace of the home unless ``ns`` names one."""
 
@@ -61,7 +73,7 @@ async def export_bundle(core: MemoryCore, ns: Namespace | None) -> dict[str, Any
         "version": BUNDLE_VERSION,
         "exported_at": int(time.time() * 1000),
         "namespace": dataclasses.asdict(ns) if ns is not None else None,
-        "traces": dump(await _all(core.list_traces, ns)),
+        "traces": dump(await _all_traces(core, ns)),
         "episodes": dump(await _all(core.list_episodes, ns)),
         "policies": dump(await _all(core.list_policies, ns)),
         "world_models": dump(await _all(core.list_world_models, ns)),
@@ -131,7 +143,7 @@ async def import_bundle(
 
     async def ids_in(target: Namespace) -> set[str]:
         if target not in known:
-            known[target] = {t.id for t in await _all(core.list_traces, target)}
+            known[target] = {t.id for t in await _all_traces(core, target)}
         return known[target]
 
     imported = skipped = 0

@@ -15,7 +15,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from stratamem.contract.dtos import ListQuery, Namespace, ToolCall, TurnInput, TurnResult
+from stratamem.contract.dtos import (
+    ListQuery,
+    Namespace,
+    ToolCall,
+    TurnInput,
+    TurnResult,
+    trace_cursor,
+)
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
 from stratamem.core.commands.common import CLI_AGENT, namespace_of, run_async
@@ -139,13 +146,13 @@ def parse_line(number: int, text: str, default_ns: Namespace) -> Line:
 
 async def _trace_ids(core: MemoryCore, ns: Namespace) -> set[str]:
     out: set[str] = set()
-    offset = 0
+    after: str | None = None
     while True:
-        page = await core.list_traces(ListQuery(limit=500, offset=offset, namespace=ns))
+        page = await core.list_traces(ListQuery(limit=500, namespace=ns, after=after))
         out.update(t.id for t in page)
         if len(page) < 500:
             return out
-        offset += 500
+        after = trace_cursor(page[-1])
 
 
 def _progress(done: int, total: int, enabled: bool) -> None:

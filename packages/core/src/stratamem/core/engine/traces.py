@@ -59,7 +59,26 @@ async def timeline(svc: EngineServices, episode_id: str, ns: Namespace) -> list[
     return [trace_from_row(rows[i], ep.status) for i in ids if i in rows]
 
 
+#: newest first; the id breaks ties so the order (and a keyset cursor) is total
+_ORDER = (("ts", False), ("id", False))
+
+
+def _cursor(after: str) -> tuple[int, str]:
+    ts, sep, tid = after.partition(":")
+    if not sep or not ts.isdigit():
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT,
+            "after must be the `ts:id` cursor of a listed trace (contract.dtos.trace_cursor)",
+            {"field": "after"},
+        )
+    return int(ts), check_id("after", tid)
+
+
 async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Trace]:
+    """One page, newest first. Order, cursor, ownership filter and limit run inside LanceDB (a
+    top-k over the matching rows), so a page reads ``limit`` rows (``offset + limit`` when pending
+    rows must be merged in), never every key. ``after`` (keyset on ``(ts, id)``) pages stably
+    while new traces arrive; ``offset`` is kept for shallow paging."""
     check_limit(query.limit, query.offset)
     scope = read_scope(ns, query.include_all_namespaces)
     where = []
@@ -69,6 +88,10 @@ async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> l
         check_text("q", query.q, 1000)
         like = quote("%" + query.q.lower().replace("%", "") + "%")
         where.append(f"(lower(summary) LIKE {like} OR lower(user_text) LIKE {like})")
+    cursor = _cursor(query.after) if query.after else None
+    if cursor is not None:
+        ts, tid = cursor
+        where.append(f"(ts < {ts} OR (ts = {ts} AND id < {quote(tid)}))")
     pend = [
         r
         for r in svc.journal.pending_rows("trace")
@@ -78,19 +101,24 @@ async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> l
             not query.q
             or query.q.lower() in ((r.get("summary") or "") + (r.get("user_text") or "")).lower()
         )
+        and (cursor is None or (int(r["ts"]), r["id"]) < cursor)
     ]
     # pending first, storage second (see trace_rows): no row falls between the two reads
-    keys = await svc.store.scan(
-        "traces", scope, " AND ".join(where) or None, 10**6, columns=["id", "ts"]
+    merge = bool(pend) and query.offset > 0
+    stored = await svc.store.scan(
+        "traces",
+        scope,
+        " AND ".join(where) or None,
+        query.limit + query.offset if merge else query.limit,
+        columns=svc.store.plain_columns("traces"),
+        offset=0 if pend else query.offset,
+        order_by=_ORDER,
     )
-    seen = {k["id"] for k in keys}
-    allk = [(int(k["ts"]), k["id"]) for k in keys] + [
-        (int(r["ts"]), r["id"]) for r in pend if r["id"] not in seen
-    ]
-    allk.sort(reverse=True)
-    page = [i for _, i in allk[query.offset : query.offset + query.limit]]
-    rows = await trace_rows(svc, page, ns, query.include_all_namespaces)
-    return [trace_from_row(rows[i]) for i in page if i in rows]
+    if not pend:
+        return [trace_from_row(r) for r in stored]
+    by_id = {r["id"]: r for r in pend} | {r["id"]: r for r in stored}
+    keys = sorted(((int(r["ts"]), i) for i, r in by_id.items()), reverse=True)
+    return [trace_from_row(by_id[i]) for _, i in keys[query.offset : query.offset + query.limit]]
 
 
 async def update_trace(

@@ -23,6 +23,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, IvfHnswSq
+from lancedb.query import ColumnOrdering
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.config.settings import Section
@@ -50,6 +51,8 @@ class LanceStore:
         self._ann_ready: set[tuple[str, str]] = set()
         self._rows_since_optimize = 0
         self._nonempty: set[str] = set()
+        #: rows returned by reads since open (what a query costs, for tests and ``doctor``)
+        self.rows_read = 0
         self.index_lock = asyncio.Lock()
         #: the in-memory mirror recall reads (None when ``storage.hot_index`` is off)
         self.hot: HotIndex | None = (
@@ -182,7 +185,7 @@ class LanceStore:
             return []
         flt = scope.where_and(ids_where(ids), where)
         arrow = await self._tables[name].query().where(flt).limit(max(len(ids), 1)).to_arrow()
-        return arrow.to_pylist()  # type: ignore[no-any-return]
+        return self._counted(arrow.to_pylist())
 
     async def scan(
         self,
@@ -192,12 +195,27 @@ class LanceStore:
         limit: int,
         columns: Sequence[str] | None = None,
         offset: int = 0,
+        order_by: Sequence[tuple[str, bool]] | None = None,
     ) -> list[dict[str, Any]]:
-        q = self._tables[name].query().where(scope.where_and(where)).limit(limit + offset)
+        """Up to ``limit`` rows after ``offset``; ``order_by`` = ``[(column, ascending), ...]``.
+        Order, offset and limit run inside LanceDB (a top-k sort): one page is read, not the table."""
+        q = self._tables[name].query().where(scope.where_and(where)).limit(limit)
+        if order_by:
+            q = q.order_by([ColumnOrdering(column_name=c, ascending=asc) for c, asc in order_by])
+        if offset:
+            q = q.offset(offset)
         if columns:
             q = q.select(list(columns))
-        rows: list[dict[str, Any]] = (await q.to_arrow()).to_pylist()
-        return rows[offset:]
+        return self._counted((await q.to_arrow()).to_pylist())
+
+    def plain_columns(self, name: str) -> list[str]:
+        """``name``'s columns without its vector columns (listings never need the vectors)."""
+        factory, vecs = TABLES[name]
+        return [f.name for f in factory(self.dim, self.model) if f.name not in vecs]
+
+    def _counted(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.rows_read += len(rows)
+        return rows
 
     async def count(self, name: str, scope: Scope, where: str | None = None) -> int:
         flt = scope.where_and(where)
@@ -230,7 +248,7 @@ class LanceStore:
             q = q.ef(max(self.cfg.get_int("ann_ef"), limit * refine))
         if columns:
             q = q.select([*columns, "_distance"])
-        return (await q.to_arrow()).to_pylist()  # type: ignore[no-any-return]
+        return self._counted((await q.to_arrow()).to_pylist())
 
     def tune_vector_query(self, q: Any, name: str, column: str, *, exact: bool = False) -> Any:
         """Apply the recall knobs to any vector query on ``name.column``: exact scan while the column
@@ -253,7 +271,7 @@ class LanceStore:
         q = self._tables[name].query().nearest_to_text(text).where(where).limit(limit)
         if columns:
             q = q.select([*columns, "_score"])
-        return (await q.to_arrow()).to_pylist()  # type: ignore[no-any-return]
+        return self._counted((await q.to_arrow()).to_pylist())
 
     # -- maintenance -----------------------------------------------------------------------
     async def ensure_indexes(self) -> list[str]:
