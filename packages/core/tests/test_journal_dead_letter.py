@@ -165,3 +165,75 @@ def test_cli_lists_and_discards_set_aside_entries_and_doctor_counts_them(
     assert json.loads(capsys.readouterr().out) == {"discarded": 1}
     assert main([*home, "journal", "list"]) == 0
     assert json.loads(capsys.readouterr().out) == {"set_aside": []}
+
+
+def test_journal_retry_with_a_running_service_is_applied_at_once(tmp_path: Path) -> None:
+    """`stratamem journal retry` beside a real `stratamem serve`: the service's writer applies the
+    entry right away (it used to wait for the next housekeeping tick, 300 s by default)."""
+    import subprocess
+    import sys
+
+    from stratamem.contract.hostkit.client import connect, live_socket
+
+    stratamem = str(Path(sys.executable).parent / "stratamem")
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "config.yaml").write_text("embedding:\n  provider: none\n", encoding="utf-8")
+
+    async def make_home() -> None:
+        async with open_core(home):
+            pass
+
+    asyncio.run(make_home())
+    _poison(home)
+    c = sqlite3.connect(home / "data" / "stratamem.db")
+    with c:  # set aside after its retries; then the cause was fixed (the row now fits)
+        payload = json.loads(c.execute("SELECT payload_json FROM journal").fetchone()[0])
+        c.execute(
+            "UPDATE journal SET payload_json=?, set_aside_at=?, attempts=5, last_error='was bad'",
+            (json.dumps({**payload, "turn_id": 1}), _now()),
+        )
+    c.close()
+    serve = subprocess.Popen(
+        [stratamem, "--home", str(home), "serve"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        end = time.monotonic() + 120
+        while live_socket(home) is None:
+            assert serve.poll() is None and time.monotonic() < end, "serve did not come up"
+            time.sleep(0.05)
+        listed = subprocess.run(
+            [stratamem, "--home", str(home), "journal", "list"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert [d["target_id"] for d in json.loads(listed.stdout)["set_aside"]] == ["tr_poison"]
+        out = subprocess.run(
+            [stratamem, "--home", str(home), "journal", "retry"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["requeued"] == 1
+
+        async def applied() -> None:
+            core = await connect(home, 60)
+            try:
+                # flush waits for what the writer holds (bounded far below the 300 s tick)
+                await core.flush(timeout_s=60)
+                assert await core.get_trace("tr_poison", namespace=NS) is not None
+                health = await core.health()
+                assert health.journal_backlog == 0
+            finally:
+                await core.shutdown()
+
+        asyncio.run(applied())
+    finally:
+        serve.terminate()
+        serve.wait(60)

@@ -94,9 +94,17 @@ async def test_a_scoped_token_acts_only_in_its_namespaces(service: Service) -> N
             await remote.get_trace(ack.trace_id)
         assert err.value.code == "permission_denied"
         assert (await remote.get_trace(ack.trace_id, HERMES)) is not None
+        # the journal's admin actions are the owner's
+        with pytest.raises(StratamemError) as err:
+            await remote.journal_admin("list")
+        assert err.value.code == "permission_denied"
     # nothing of the forbidden write reached the store
     async with RemoteCore(f"unix:{service.socket_path}") as owner:
         assert await owner.list_traces(ListQuery(namespace=OPENCLAW)) == []
+        assert await owner.journal_admin("list") == {"set_aside": []}
+        with pytest.raises(StratamemError) as err:
+            await owner.journal_admin("drop-everything")
+        assert err.value.code == "invalid_argument"
 
 
 async def test_a_scoped_token_streams_its_own_namespaces_events_only(service: Service) -> None:

@@ -217,6 +217,13 @@ class RemoteCore:
         data: dict[str, Any] = json.loads(res.stats_json or "{}")
         return data
 
+    async def journal_admin(self, action: str, seqs: list[int] | None = None) -> dict[str, Any]:
+        """``stratamem journal list|retry|discard`` in the owning service (the home's owner only):
+        a retried entry goes straight back to the running writer."""
+        res = await self._call("Journal", m.JournalRequest(action=action, seqs=seqs or []))
+        data: dict[str, Any] = json.loads(res.result_json or "{}")
+        return data
+
     async def flush(self, timeout_s: float | None = None) -> FlushResult:
         req = m.FlushRequest() if timeout_s is None else m.FlushRequest(timeout_s=timeout_s)
         timeout = None if timeout_s is None else timeout_s + 5.0

@@ -2,9 +2,9 @@
 
 An entry the background writer could not apply after its bounded retries is set aside (kept with its
 attempts and last error) so later turns go on. ``retry`` queues it again with a fresh budget;
-``discard`` drops it for good. In-process owner: through its writer. When a server owns the home,
-the SQLite journal is changed directly and the owner picks requeued entries up at its next
-housekeeping tick (``journal.prune_interval_s``).
+``discard`` drops it for good. Either way the writer that owns the home acts: in process with
+``--offline``, else the resident service over its ``Journal`` RPC, so a retried entry is applied at
+once (not at the next housekeeping tick).
 """
 
 from __future__ import annotations
@@ -28,33 +28,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def act(core: Any, action: str, seqs: list[int] | None, home: Any = None) -> dict[str, Any]:
+async def act(core: Any, action: str, seqs: list[int] | None) -> dict[str, Any]:
     writer = getattr(core, "journal", None)
-    if writer is not None:
-        if action == "list":
-            return {"set_aside": await writer.set_aside()}
-        if action == "retry":
-            return {"requeued": await writer.retry_set_aside(seqs)}
-        return {"discarded": await writer.discard_set_aside(seqs)}
-    from stratamem.core.home import resolve_home
-    from stratamem.core.storage.journal import dead_letter
-    from stratamem.core.storage.sqlite import Database
+    if writer is not None:  # the engine is in this process (``--offline``)
+        from stratamem.core.engine.maintenance import journal_action
 
-    db = Database(resolve_home(home) / "data" / "stratamem.db")
-    try:
-        if action == "list":
-            return {"set_aside": [dead_letter(r) for r in db.journal_set_aside_rows()]}
-        if action == "retry":
-            return {"requeued": len(db.journal_requeue(seqs)), "note": "the owner applies them"}
-        return {"discarded": db.journal_discard(seqs)}
-    finally:
-        db.close()
+        return await journal_action(writer, action, seqs)
+    result: dict[str, Any] = await core.journal_admin(action, seqs)
+    return result
 
 
 def run(args: argparse.Namespace) -> int:
     async def main() -> int:
         async with opened_core(args) as core:
-            out = await act(core, args.action, list(args.seqs) or None, getattr(args, "home", None))
+            out = await act(core, args.action, list(args.seqs) or None)
         print_json(out)
         return 0
 

@@ -8,6 +8,7 @@ import functools
 import time
 from typing import Any
 
+from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import now_ms
 from stratamem.core.telemetry import get_logger
@@ -33,6 +34,25 @@ async def maintenance_loop(svc: EngineServices) -> None:
             raise
         except Exception as exc:
             _log.warning("maintenance.failed", error=str(exc))
+
+
+JOURNAL_ACTIONS = ("list", "retry", "discard")
+
+
+async def journal_action(writer: Any, action: str, seqs: list[int] | None) -> dict[str, Any]:
+    """``stratamem journal list|retry|discard`` on the running writer: a requeued entry is back in
+    its queue (and the writer woken) before this returns."""
+    if action not in JOURNAL_ACTIONS:
+        raise StratamemError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"journal action must be one of {', '.join(JOURNAL_ACTIONS)}, got {action!r}",
+            {"field": "action"},
+        )
+    if action == "list":
+        return {"set_aside": await writer.set_aside()}
+    if action == "retry":
+        return {"requeued": await writer.retry_set_aside(seqs)}
+    return {"discarded": await writer.discard_set_aside(seqs)}
 
 
 async def retry_embeddings(svc: EngineServices) -> None:

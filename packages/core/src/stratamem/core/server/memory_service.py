@@ -122,6 +122,15 @@ class MemoryServicer:
             stats["sqlite_bytes"] = sum(p.stat().st_size for p in data.glob("stratamem.db*"))
         return m.StorageStatsResponse(stats_json=json.dumps(stats, default=str))
 
+    async def Journal(self, req: m.JournalRequest, call: Call) -> Any:
+        """``stratamem journal`` handled by the running writer (a retry is picked up at once)."""
+        if not call.principal.unrestricted:
+            raise StratamemError(ErrorCode.PERMISSION_DENIED, "the journal needs the owner")
+        from stratamem.core.engine.maintenance import journal_action
+
+        out = await journal_action(self.core.journal, req.action, list(req.seqs) or None)
+        return m.JournalResponse(result_json=json.dumps(out, default=str))
+
     async def Flush(self, req: m.FlushRequest, call: Call) -> Any:
         timeout = _opt(req, "timeout_s")
         if timeout is not None and not 0 <= timeout <= 3600:
