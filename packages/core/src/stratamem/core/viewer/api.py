@@ -1,7 +1,11 @@
 """The viewer's JSON API over the running core: one method per route, typed errors, nothing cached.
 
-Reads span every namespace of the home (the viewer is the owner's console); a query that needs a
-namespace (retrieval preview) takes ``namespace=agent/profile``, else the newest trace's owner.
+Every read goes through the core's public calls and the engine's services (``engine.overview`` for
+the namespaces and the growth figures: SQL aggregates, never a scan of traces), and shows what the
+caller may see (``req.access``): the home owner every namespace (or the one ``namespace=`` names),
+a scoped token its own namespaces only, under the same ownership rule as gRPC. Every listing pages
+(``limit``/``offset``). A query that needs one namespace (retrieval preview, a scoped listing) takes
+``namespace=agent/profile``, else the caller's newest namespace.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stratamem.contract.dtos import (
+    Event,
     FeedbackInput,
     ListQuery,
     Namespace,
@@ -22,7 +27,9 @@ from stratamem.contract.dtos import (
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core import __version__
-from stratamem.core.storage.ownership import Scope
+from stratamem.core.engine import overview
+from stratamem.core.events import event_namespace
+from stratamem.core.server.auth import Principal, authorize_namespace
 from stratamem.core.telemetry import get_logger
 from stratamem.core.viewer import config_api, logs, workspace_api
 from stratamem.core.viewer.http import HttpError, Request
@@ -72,12 +79,17 @@ def parse_namespace(raw: str | None) -> Namespace | None:
     return Namespace(agent_kind=agent.strip(), profile_id=profile.strip() or "default")
 
 
-def _ns_of(row: dict[str, Any]) -> Namespace:
-    return Namespace(
-        agent_kind=str(row.get("owner_agent_kind") or "unknown"),
-        profile_id=str(row.get("owner_profile_id") or "default"),
-        workspace_id=row.get("owner_workspace_id"),
-    )
+def event_filter(access: Principal) -> Any:
+    """Which core events ``access`` may see: all for the owner, else its namespaces' (system-wide
+    events, which name no namespace, are the owner's)."""
+    if access.unrestricted:
+        return lambda e: True
+
+    def shows(event: Event) -> bool:
+        ns = event_namespace(event)
+        return ns is not None and access.allows(ns)
+
+    return shows
 
 
 def _query_text(req: Request, name: str = "q", *, required: bool = True) -> str:
@@ -102,26 +114,38 @@ class ViewerApi:
         self.workspace = workspace_api.WorkspaceApi(core)
 
     # ------------------------------------------------------------------ helpers
-    async def _owner(self, table: str, row_id: str) -> Namespace | None:
-        """The owner namespace of a row (any namespace), or None if it does not exist."""
-        if table == "episodes":
-            rows = await self.core.services.run_db(
-                lambda: self.core.db.query(
-                    "SELECT owner_agent_kind, owner_profile_id, owner_workspace_id "
-                    "FROM episodes WHERE id=?",
-                    (row_id,),
-                )
-            )
-            return _ns_of(dict(rows[0])) if rows else None
-        if table == "traces":
-            for r in self.core.journal.pending_rows("trace"):
-                if r.get("id") == row_id:
-                    return _ns_of(r)
-        rows = await self.core.store.get_rows(table, [row_id], Scope.everything("viewer.owner_of"))
-        return _ns_of(rows[0]) if rows else None
+    @property
+    def svc(self) -> Any:
+        """The engine's shared services (database thread, store, journal) behind the core."""
+        return self.core.services
 
-    def _list_query(self, req: Request) -> ListQuery:
+    async def _spaces(self, access: Principal) -> list[overview.NamespaceFigures]:
+        """The namespaces holding memories that ``access`` may see, newest activity first."""
+        return await overview.namespaces(self.svc, None if access.unrestricted else access.allows)
+
+    async def _acting(self, req: Request) -> Namespace | None:
+        """The namespace a request acts in: ``namespace=`` when the caller may use it; else, for the
+        owner, ``None`` (every namespace) and, for a scoped token, its newest namespace."""
         ns = parse_namespace(req.query.get("namespace"))
+        if req.access.unrestricted or ns is not None:
+            return authorize_namespace(req.access, ns)
+        spaces = await self._spaces(req.access)
+        if spaces:
+            return spaces[0].namespace
+        return authorize_namespace(req.access, None)  # its one namespace, or "name one"
+
+    async def _row_namespace(self, req: Request, table: str, row_id: str) -> Namespace | None:
+        """The namespace to read or change one row as: its owner when the caller may act there;
+        else (a scoped token, a row shared with it) the caller's own, where the engine's
+        visibility and ownership rules decide. ``None``: no such row for this caller."""
+        owner = await overview.row_owner(self.svc, table, row_id)
+        if owner is None:
+            return None
+        if req.access.allows(owner):
+            return owner
+        return await self._acting(req)
+
+    def _list_query(self, req: Request, ns: Namespace | None) -> ListQuery:
         q = _query_text(req, required=False) or None
         return ListQuery(
             limit=_int(req, "limit", 50, 1, 500),
@@ -133,39 +157,42 @@ class ViewerApi:
             include_all_namespaces=ns is None,
         )
 
-    async def namespaces(self) -> list[dict[str, Any]]:
-        rows = await self.core.store.scan(
-            "traces",
-            Scope.everything("viewer.namespaces"),
-            None,
-            10**6,
-            columns=["owner_agent_kind", "owner_profile_id", "ts"],
-        )
-        rows += [
-            {k: r.get(k) for k in ("owner_agent_kind", "owner_profile_id", "ts")}
-            for r in self.core.journal.pending_rows("trace")
-        ]
-        found: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            key = (
-                f"{r.get('owner_agent_kind') or 'unknown'}/{r.get('owner_profile_id') or 'default'}"
-            )
-            cur = found.setdefault(key, {"namespace": key, "traces": 0, "last_ts": 0})
-            cur["traces"] += 1
-            cur["last_ts"] = max(cur["last_ts"], int(r.get("ts") or 0))
-        return sorted(found.values(), key=lambda d: -int(d["last_ts"]))
+    async def _listing(self, req: Request, lister: Any) -> dict[str, Any]:
+        query = self._list_query(req, await self._acting(req))
+        items = await lister(query)
+        return {"items": to_json(items), "limit": query.limit, "offset": query.offset}
 
-    async def _default_namespace(self) -> Namespace:
-        spaces = await self.namespaces()
+    async def namespaces_view(self, req: Request) -> dict[str, Any]:
+        limit, offset = _int(req, "limit", 100, 1, 500), _int(req, "offset", 0, 0, 10**9)
+        spaces = await self._spaces(req.access)
+        return {
+            "items": [_figures(f) for f in spaces[offset : offset + limit]],
+            "total": len(spaces),
+            "limit": limit,
+            "offset": offset,
+        }
+
+    async def _default_namespace(self, req: Request) -> Namespace:
+        acting = await self._acting(req)
+        if acting is not None:
+            return acting
+        spaces = await self._spaces(req.access)
         if spaces:
-            parsed = parse_namespace(str(spaces[0]["namespace"]))
-            assert parsed is not None
-            return parsed
-        ns: Namespace = self.core.services.default_namespace
+            return spaces[0].namespace
+        ns: Namespace = self.svc.default_namespace
         return ns
 
     # ------------------------------------------------------------------ system
     async def system(self, req: Request) -> dict[str, Any]:
+        spaces = [_figures(f) for f in (await self._spaces(req.access))[:100]]
+        if not req.access.unrestricted:  # no home paths, pid or home-wide counts
+            return {
+                "version": __version__,
+                "viewer_url": self.url,
+                "started_at": self.started_at,
+                "access": list(req.access.namespaces),
+                "namespaces": spaces,
+            }
         health = await self.core.health()
         home = self.home
         return {
@@ -181,25 +208,33 @@ class ViewerApi:
                 "logs": str(home / "logs"),
             },
             "health": to_json(health),
-            "namespaces": await self.namespaces(),
+            "access": list(req.access.namespaces),
+            "namespaces": spaces,
         }
 
     async def recent_events(self, req: Request) -> dict[str, Any]:
         limit = _int(req, "limit", 50, 1, 1000)
-        events = self.core.bus.recent()[-limit:]
+        shows = event_filter(req.access)
+        events = [e for e in self.core.bus.recent() if shows(e)][-limit:]
         from stratamem.core.telemetry.redact import redact
 
         return {"items": [redact(to_json(e)) for e in reversed(events)]}
 
     async def metrics_view(self, req: Request) -> dict[str, Any]:
-        every = Scope.everything("viewer.metrics")
-        rows = await self.core.store.scan("traces", every, None, 10**6, columns=["ts"])
-        stamps = [int(r["ts"]) for r in rows] + [
-            int(r.get("ts") or 0) for r in self.core.journal.pending_rows("trace")
-        ]
+        """Growth of the traces the caller's namespaces own (``namespace=``: that one only) and
+        the recall latencies measured in them."""
+        ns = parse_namespace(req.query.get("namespace"))
+        owners: list[Namespace] | None
+        if ns is not None:
+            owners = [authorize_namespace(req.access, ns) or ns]
+        elif req.access.unrestricted:
+            owners = None
+        else:
+            owners = [f.namespace for f in await self._spaces(req.access)]
+        allowed = {f"{o.agent_kind}/{o.profile_id}" for o in owners} if owners is not None else None
         return {
-            "memory_growth": Metrics.growth(stamps),
-            "recall_latency": self.metrics.latencies(),
+            "memory_growth": await overview.growth(self.svc, owners),
+            "recall_latency": self.metrics.latencies(allowed),
         }
 
     # ------------------------------------------------------------------ config
@@ -214,13 +249,11 @@ class ViewerApi:
 
     # ------------------------------------------------------------------ traces
     async def list_traces(self, req: Request) -> dict[str, Any]:
-        query = self._list_query(req)
-        items = await self.core.list_traces(query)
-        return {"items": to_json(items), "limit": query.limit, "offset": query.offset}
+        return await self._listing(req, self.core.list_traces)
 
     async def get_trace(self, req: Request) -> dict[str, Any]:
         tid = req.params["id"]
-        ns = await self._owner("traces", tid)
+        ns = await self._row_namespace(req, "traces", tid)
         trace = await self.core.get_trace(tid, ns) if ns is not None else None
         if trace is None:
             raise StratamemError(
@@ -248,7 +281,7 @@ class ViewerApi:
             agent_text=body.get("agent_text"),
             tags=tuple(t.strip() for t in tags if t.strip()) if tags is not None else None,
         )
-        ns = await self._owner("traces", tid)
+        ns = await self._row_namespace(req, "traces", tid)
         trace = await self.core.update_trace(tid, patch, ns) if ns is not None else None
         if trace is None:
             raise StratamemError(
@@ -258,8 +291,8 @@ class ViewerApi:
 
     async def delete_trace(self, req: Request) -> dict[str, Any]:
         tid = req.params["id"]
-        ns = await self._owner("traces", tid)
-        if ns is None:
+        ns = await self._row_namespace(req, "traces", tid)
+        if ns is None or await self.core.get_trace(tid, ns) is None:  # not this caller's to see
             raise StratamemError(
                 ErrorCode.TRACE_NOT_FOUND, f"trace {tid!r} not found", {"trace_id": tid}
             )
@@ -268,28 +301,23 @@ class ViewerApi:
 
     # ------------------------------------------------------------------ learning layers
     async def list_policies(self, req: Request) -> dict[str, Any]:
-        query = self._list_query(req)
-        return {"items": to_json(await self.core.list_policies(query)), "limit": query.limit}
+        return await self._listing(req, self.core.list_policies)
 
     async def get_policy(self, req: Request) -> dict[str, Any]:
-        return await self._detail("policies", req.params["id"], self.core.get_policy, "policy")
+        return await self._detail(req, "policies", self.core.get_policy, "policy")
 
     async def list_world_models(self, req: Request) -> dict[str, Any]:
-        query = self._list_query(req)
-        return {"items": to_json(await self.core.list_world_models(query)), "limit": query.limit}
+        return await self._listing(req, self.core.list_world_models)
 
     async def get_world_model(self, req: Request) -> dict[str, Any]:
-        return await self._detail(
-            "world_models", req.params["id"], self.core.get_world_model, "world_model"
-        )
+        return await self._detail(req, "world_models", self.core.get_world_model, "world_model")
 
     async def list_skills(self, req: Request) -> dict[str, Any]:
-        query = self._list_query(req)
-        return {"items": to_json(await self.core.list_skills(query)), "limit": query.limit}
+        return await self._listing(req, self.core.list_skills)
 
     async def get_skill(self, req: Request) -> dict[str, Any]:
         sid = req.params["id"]
-        ns = await self._owner("skills", sid)
+        ns = await self._row_namespace(req, "skills", sid)
         skill = await self.core.get_skill(sid, None, ns) if ns is not None else None
         if skill is None:
             raise StratamemError(
@@ -297,8 +325,9 @@ class ViewerApi:
             )
         return to_json(skill)  # type: ignore[no-any-return]
 
-    async def _detail(self, table: str, row_id: str, getter: Any, kind: str) -> dict[str, Any]:
-        ns = await self._owner(table, row_id)
+    async def _detail(self, req: Request, table: str, getter: Any, kind: str) -> dict[str, Any]:
+        row_id = req.params["id"]
+        ns = await self._row_namespace(req, table, row_id)
         item = await getter(row_id, ns) if ns is not None else None
         if item is None:
             code = {
@@ -309,12 +338,11 @@ class ViewerApi:
         return to_json(item)  # type: ignore[no-any-return]
 
     async def list_episodes(self, req: Request) -> dict[str, Any]:
-        query = self._list_query(req)
-        return {"items": to_json(await self.core.list_episodes(query)), "limit": query.limit}
+        return await self._listing(req, self.core.list_episodes)
 
     async def get_episode(self, req: Request) -> dict[str, Any]:
         eid = req.params["id"]
-        ns = await self._owner("episodes", eid)
+        ns = await self._row_namespace(req, "episodes", eid)
         episode = await self.core.get_episode(eid, ns) if ns is not None else None
         if episode is None:
             raise StratamemError(
@@ -349,12 +377,20 @@ class ViewerApi:
             raise _bad("rationale must be a string", field="rationale")
         ns = None
         if trace_id:
-            ns = await self._owner("traces", trace_id)
+            ns = await self._row_namespace(req, "traces", trace_id)
             if ns is None:
                 raise StratamemError(
                     ErrorCode.TRACE_NOT_FOUND,
                     f"trace {trace_id!r} not found",
                     {"trace_id": trace_id},
+                )
+        elif episode_id:
+            ns = await self._row_namespace(req, "episodes", episode_id)
+            if ns is None:
+                raise StratamemError(
+                    ErrorCode.EPISODE_NOT_FOUND,
+                    f"episode {episode_id!r} not found",
+                    {"episode_id": episode_id},
                 )
         fb = await self.core.submit_feedback(
             FeedbackInput(
@@ -376,7 +412,7 @@ class ViewerApi:
         reason = req.query.get("reason", "turn_start")
         if reason not in ("turn_start", "tool_driven"):
             raise _bad("reason must be turn_start or tool_driven", field="reason")
-        ns = parse_namespace(req.query.get("namespace")) or await self._default_namespace()
+        ns = await self._default_namespace(req)
         started = time.perf_counter()
         result = await self.core.search(
             RetrievalQuery(agent=PREVIEW_AGENT, query=q, namespace=ns, reason=reason)
@@ -406,6 +442,10 @@ class ViewerApi:
             logs.tail, self.home / "logs", level, channel, limit, list(self.hub.ring)
         )
         return {"items": items, "level": level, "channel": channel, "limit": limit}
+
+
+def _figures(f: overview.NamespaceFigures) -> dict[str, Any]:
+    return {"namespace": f.key, "traces": f.traces, "episodes": f.episodes, "last_ts": f.last_ts}
 
 
 def not_found(path: str) -> HttpError:

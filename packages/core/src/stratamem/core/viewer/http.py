@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.server.auth import OWNER, Principal
 
 DEFAULT_MAX_BODY = 1024 * 1024
 MAX_LINE_BYTES = 8 * 1024  # request line and each header line
@@ -105,6 +106,8 @@ class Request:
     body: bytes = b""
     params: dict[str, str] = field(default_factory=dict)
     principal: str = "loopback"
+    #: the namespaces this caller may see (the home owner: every one; a scoped token: its own)
+    access: Principal = OWNER
 
     @classmethod
     def of(cls, request: web.Request) -> Request:

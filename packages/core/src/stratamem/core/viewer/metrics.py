@@ -1,13 +1,15 @@
-"""Trends for the Overview charts: recall latency from the retrieval events, memory growth by day."""
+"""Recall latency for the Overview chart, from the retrieval events (memory growth is an engine
+aggregate: ``engine.overview.growth``)."""
 
 from __future__ import annotations
 
 import collections
-import datetime as dt
 import time
+from collections.abc import Collection
 from typing import Any
 
 from stratamem.contract.dtos import Event
+from stratamem.core.events import NAMESPACE_KEY
 
 KEEP = 200
 
@@ -20,7 +22,8 @@ class Metrics:
         self._samples: collections.deque[dict[str, Any]] = collections.deque(maxlen=KEEP)
 
     def observe(self, event: Event) -> None:
-        key = f"{event.payload.get('session_id')}:{event.payload.get('reason')}"
+        ns = event.payload.get(NAMESPACE_KEY)
+        key = f"{ns}:{event.payload.get('session_id')}:{event.payload.get('reason')}"
         if event.type == "retrieval.triggered":
             self._open[key] = time.perf_counter()
             if len(self._open) > 1000:
@@ -34,21 +37,10 @@ class Metrics:
                         "ms": round((time.perf_counter() - start) * 1000, 2),
                         "hits": int(event.payload.get("hits") or 0),
                         "reason": event.payload.get("reason"),
+                        "namespace": ns,
                     }
                 )
 
-    def latencies(self) -> list[dict[str, Any]]:
-        return list(self._samples)
-
-    @staticmethod
-    def growth(stamps: list[int]) -> list[dict[str, Any]]:
-        """Cumulative trace count per UTC day."""
-        per_day: collections.Counter[str] = collections.Counter(
-            dt.datetime.fromtimestamp(s / 1000, dt.UTC).strftime("%Y-%m-%d") for s in stamps if s
-        )
-        total = 0
-        out = []
-        for day in sorted(per_day):
-            total += per_day[day]
-            out.append({"day": day, "added": per_day[day], "total": total})
-        return out
+    def latencies(self, namespaces: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """The samples, or those measured in ``namespaces`` (``AGENT/PROFILE`` keys) only."""
+        return [s for s in self._samples if namespaces is None or s["namespace"] in namespaces]

@@ -30,6 +30,8 @@ class Route:
     body: str | None = None  # request schema name
     errors: tuple[int, ...] = (400,)
     tags: tuple[str, ...] = field(default=("api",))
+    #: the home owner's only (config, logs, workspace files): a namespace-scoped token gets 403
+    owner_only: bool = False
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -41,7 +43,10 @@ _LIST = (
     Param("limit", type="integer", description="1-500, default 50"),
     Param("offset", type="integer", description="default 0"),
     Param("q", description="case-insensitive text filter"),
-    Param("namespace", description="AGENT/PROFILE; default every namespace of the home"),
+    Param(
+        "namespace",
+        description="AGENT/PROFILE; default every namespace of the home (a scoped token: its newest)",
+    ),
 )
 _ID = (Param("id", where="path", required=True),)
 _ROOT = (Param("root", description="workspace root (default: the first of workspace.roots)"),)
@@ -50,14 +55,40 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/api/system", "system", "version, paths, health and namespaces", "System", ()),
     Route(
         "GET",
+        "/api/namespaces",
+        "namespaces_view",
+        "the namespaces holding memories that the caller may see, newest activity first",
+        "NamespaceList",
+        (
+            Param("limit", type="integer", description="1-500, default 100"),
+            Param("offset", type="integer", description="default 0"),
+        ),
+    ),
+    Route(
+        "GET",
         "/api/events/recent",
         "recent_events",
         "the newest core events (redacted)",
         "EventList",
         (Param("limit", type="integer"),),
     ),
-    Route("GET", "/api/metrics", "metrics_view", "recall latency and memory growth", "Metrics"),
-    Route("GET", "/api/config", "get_config", "the effective config, secrets masked", "Config"),
+    Route(
+        "GET",
+        "/api/metrics",
+        "metrics_view",
+        "recall latency and memory growth",
+        "Metrics",
+        (Param("namespace", description="AGENT/PROFILE; default every namespace the caller sees"),),
+    ),
+    Route(
+        "GET",
+        "/api/config",
+        "get_config",
+        "the effective config, secrets masked",
+        "Config",
+        errors=(403,),
+        owner_only=True,
+    ),
     Route(
         "PATCH",
         "/api/config",
@@ -65,7 +96,8 @@ ROUTES: tuple[Route, ...] = (
         "validate a partial config and write it to config.yaml",
         "Config",
         body="ConfigPatch",
-        errors=(400, 415),
+        errors=(400, 403, 415),
+        owner_only=True,
     ),
     Route(
         "GET",
@@ -174,6 +206,8 @@ ROUTES: tuple[Route, ...] = (
             Param("channel"),
             Param("limit", type="integer"),
         ),
+        errors=(400, 403),
+        owner_only=True,
     ),
     Route(
         "GET",
@@ -183,6 +217,7 @@ ROUTES: tuple[Route, ...] = (
         "WorkspaceOverview",
         _ROOT,
         errors=(400, 403, 404),
+        owner_only=True,
     ),
     Route(
         "PUT",
@@ -192,6 +227,7 @@ ROUTES: tuple[Route, ...] = (
         "WriteResult",
         body="MemoryWrite",
         errors=(400, 403, 404, 413, 415),
+        owner_only=True,
     ),
     Route(
         "GET",
@@ -201,6 +237,7 @@ ROUTES: tuple[Route, ...] = (
         "FileContent",
         (*_ROOT, Param("path", required=True)),
         errors=(400, 403, 404),
+        owner_only=True,
     ),
     Route(
         "PUT",
@@ -210,6 +247,7 @@ ROUTES: tuple[Route, ...] = (
         "WriteResult",
         body="FileWrite",
         errors=(400, 403, 404, 413, 415),
+        owner_only=True,
     ),
     Route(
         "GET",
@@ -219,6 +257,7 @@ ROUTES: tuple[Route, ...] = (
         "RecallList",
         (*_ROOT, Param("q")),
         errors=(400, 403, 404),
+        owner_only=True,
     ),
     Route("GET", "/api/openapi.json", "server.openapi", "this document", "OpenApi"),
     Route(

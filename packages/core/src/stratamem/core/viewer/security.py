@@ -1,10 +1,12 @@
 """Who may use the viewer: loopback callers by default; anyone else only with a bearer token.
 
-The viewer is the home owner's console (every namespace, config, logs), so only an unrestricted token
-(``--token``, or a ``server.tokens`` entry allowing ``*``) opens it; a token scoped to some namespaces
-is valid for gRPC but refused here (403). A non-loopback bind without an unrestricted token is refused
-at start. Loopback requests must name a loopback host
-(DNS-rebinding guard), and writes must be JSON from our own origin (no cross-site form posts).
+Loopback callers without a token and unrestricted tokens (``--token``, or a ``server.tokens`` entry
+allowing ``*``) are the home owner: every namespace, config, logs, workspace. A token scoped to some
+namespaces sees those namespaces only, as over gRPC (``server.auth.Principal``, the same patterns):
+each listing, detail, metric and event is filtered to them, and the owner's routes (config, logs,
+workspace files) answer 403. A non-loopback bind without an unrestricted token is refused at start.
+Loopback requests must name a loopback host (DNS-rebinding guard), and writes must be JSON from our
+own origin (no cross-site form posts).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.server.auth import OWNER, Principal
 from stratamem.core.viewer.http import HttpError, Request
 
 COOKIE = "stratamem_viewer_token"
@@ -85,25 +88,21 @@ class Guard:
                 found = spaces
         return found
 
-    def _valid(self, token: str | None) -> bool:
+    def _access(self, token: str | None) -> Principal:
+        """What ``token`` may see; ``unauthenticated`` (401) when it is no token of ours."""
         scope = self._scope(token)
         if scope is None:
-            return False
-        if ANY not in scope:
-            raise HttpError(
-                403,
-                ErrorCode.PERMISSION_DENIED,
-                "this token is scoped to some namespaces; the viewer shows the whole home and "
-                "needs an unrestricted token (--token, or a server.tokens entry allowing '*')",
-                {"namespaces": list(scope)},
-            )
-        return True
+            raise HttpError(401, ErrorCode.UNAUTHENTICATED, "the viewer token is not valid")
+        return Principal("token", scope)
 
     def check(self, req: Request) -> None:
+        """Authenticate ``req`` and set what it may see (``req.access``); raise 401/403 otherwise."""
         token = self.token_of(req)
         if is_loopback(req.peer):
-            if token is not None and self.tokens and not self._valid(token):
-                raise HttpError(401, ErrorCode.UNAUTHENTICATED, "the viewer token is not valid")
+            if token is not None and self.tokens:
+                req.access = self._access(token)
+            else:
+                req.access = OWNER
             req.principal = "token" if token else "loopback"
             if req.principal == "loopback" and not is_loopback(
                 _host_name(req.headers.get("host", ""))
@@ -130,8 +129,7 @@ class Guard:
                     "(Authorization: Bearer TOKEN, or ?token=TOKEN once)",
                     {"peer": req.peer},
                 )
-            if not self._valid(token):
-                raise HttpError(401, ErrorCode.UNAUTHENTICATED, "the viewer token is not valid")
+            req.access = self._access(token)
             req.principal = "token"
         if req.method in WRITE_METHODS:
             origin = req.headers.get("origin")

@@ -17,11 +17,12 @@ from typing import Any
 from aiohttp import web
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.server.auth import Principal
 from stratamem.core.server.idle import Activity
 from stratamem.core.telemetry import get_logger
 from stratamem.core.telemetry.redact import redact
 from stratamem.core.viewer import openapi, static
-from stratamem.core.viewer.api import ViewerApi, not_found, to_json
+from stratamem.core.viewer.api import ViewerApi, event_filter, not_found, to_json
 from stratamem.core.viewer.http import (
     DEFAULT_MAX_BODY,
     IDLE_TIMEOUT_S,
@@ -190,6 +191,13 @@ class ViewerServer:
 
         async def handle(request: web.Request) -> web.StreamResponse:
             req = request[VIEW]
+            if route.owner_only and not req.access.unrestricted:
+                raise HttpError(
+                    403,
+                    ErrorCode.PERMISSION_DENIED,
+                    f"{route.path} is the home owner's; this token is scoped to some namespaces",
+                    {"namespaces": list(req.access.namespaces)},
+                )
             req.params = dict(request.match_info)
             for field in required:
                 if not req.query.get(field, "").strip():
@@ -229,7 +237,7 @@ class ViewerServer:
             }
         )
         await resp.prepare(request)
-        chunks = self._event_stream(since)
+        chunks = self._event_stream(since, req.access)
         try:
             async for chunk in chunks:
                 await resp.write(chunk)
@@ -239,11 +247,13 @@ class ViewerServer:
             await chunks.aclose()
         return resp
 
-    async def _event_stream(self, since: int | None) -> AsyncGenerator[bytes]:
+    async def _event_stream(self, since: int | None, access: Principal) -> AsyncGenerator[bytes]:
+        """Core events (a scoped token: its namespaces' only) and, for the owner, log lines."""
         bus = self.core.bus
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(2048)
         log_queue = self.hub.subscribe()
-        recent = bus.recent()
+        shows = event_filter(access)
+        recent = [e for e in bus.recent() if shows(e)]
         newest = recent[-1].seq if recent else 0
         if since is None:
             since = newest
@@ -251,22 +261,24 @@ class ViewerServer:
         else:
             # a seq past the newest is from an earlier epoch (serve restarted): all of this one is new
             since = 0 if since > newest else since
-            replay = bus.recent(since)[-REPLAY:]
+            replay = [e for e in bus.recent(since) if shows(e)][-REPLAY:]
         since = max([since, *(e.seq for e in replay)])
 
         async def pump_core() -> None:
             try:
-                async for event in bus.subscribe(since):
+                async for event in bus.subscribe(since, accepts=shows):
                     await queue.put(("core", event))
             except StratamemError:  # the ring moved on: continue live
-                async for event in bus.subscribe(None):
+                async for event in bus.subscribe(None, accepts=shows):
                     await queue.put(("core", event))
 
         async def pump_logs() -> None:
             while True:
                 await queue.put(("log", await log_queue.get()))
 
-        tasks = [asyncio.create_task(pump_core()), asyncio.create_task(pump_logs())]
+        tasks = [asyncio.create_task(pump_core())]
+        if access.unrestricted:  # log lines are the home's, not a namespace's
+            tasks.append(asyncio.create_task(pump_logs()))
         closing = asyncio.create_task(self.closing.wait())
         try:
             yield b"retry: 2000\n: stratamem viewer events\n\n"
