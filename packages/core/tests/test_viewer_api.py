@@ -261,3 +261,19 @@ async def test_sse_resuming_with_a_seq_from_before_a_restart_gets_this_epochs_ev
         live = await _sse_until(reader, f"id: {newest}\n".encode())
         assert b"turn.captured" in live
         writer.close()
+
+
+async def test_the_trace_listing_pages_by_cursor_without_gaps_or_repeats(tmp_path: Path) -> None:
+    async with running_viewer(tmp_path) as (core, viewer):
+        made = {await turn(core, f"s{i}", f"fact number {i}", "ok") for i in range(7)}
+        seen: list[str] = []
+        url = viewer.url + "api/traces?limit=3"
+        while True:
+            page = (await call(url)).json()
+            seen += [t["id"] for t in page["items"]]
+            if page["next"] is None:
+                break
+            url = viewer.url + f"api/traces?limit=3&after={page['next']}"
+        assert len(seen) == len(set(seen)) and set(seen) == made
+        bad = await call(viewer.url + "api/traces?after=not-a-cursor")
+        assert bad.status == 400 and bad.json()["error"]["details"]["field"] == "after"

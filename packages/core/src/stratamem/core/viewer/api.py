@@ -24,6 +24,7 @@ from stratamem.contract.dtos import (
     Namespace,
     RetrievalQuery,
     TracePatch,
+    trace_cursor,
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core import __version__
@@ -155,6 +156,7 @@ class ViewerApi:
             q=q,
             namespace=ns,
             include_all_namespaces=ns is None,
+            after=req.query.get("after") or None,
         )
 
     async def _listing(self, req: Request, lister: Any) -> dict[str, Any]:
@@ -249,7 +251,16 @@ class ViewerApi:
 
     # ------------------------------------------------------------------ traces
     async def list_traces(self, req: Request) -> dict[str, Any]:
-        return await self._listing(req, self.core.list_traces)
+        """A page of traces, newest first; ``next`` is the ``after`` cursor of the following page."""
+        query = self._list_query(req, await self._acting(req))
+        items = await self.core.list_traces(query)
+        more = len(items) == query.limit
+        return {
+            "items": to_json(items),
+            "limit": query.limit,
+            "offset": query.offset,
+            "next": trace_cursor(items[-1]) if items and more else None,
+        }
 
     async def get_trace(self, req: Request) -> dict[str, Any]:
         tid = req.params["id"]

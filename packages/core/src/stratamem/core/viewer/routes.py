@@ -103,9 +103,9 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/api/traces",
         "list_traces",
-        "L1 traces, newest first",
+        "L1 traces, newest first; `next` is the `after` cursor of the following page",
         "TraceList",
-        (*_LIST, Param("session_id")),
+        (*_LIST, Param("session_id"), Param("after", description="`next` of the previous page")),
     ),
     Route("GET", "/api/traces/{id}", "get_trace", "one trace", "Trace", _ID, errors=(404,)),
     Route(
