@@ -63,7 +63,8 @@ async def test_a_scoped_token_sees_its_namespace_in_every_listing_and_metric_and
         system = await get("api/system")
         assert system.status == 200
         assert [n["namespace"] for n in system.json()["namespaces"]] == ["beta/pb"]
-        assert "paths" not in system.json() and "health" not in system.json()
+        assert "paths" not in system.json() and "pid" not in system.json()
+        assert system.json()["health"]["counts"]["traces"] == 2  # its own, not the home's four
         spaces = (await get("api/namespaces")).json()
         assert spaces["total"] == 1 and spaces["items"][0]["traces"] == 2
 

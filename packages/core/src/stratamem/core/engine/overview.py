@@ -90,6 +90,14 @@ async def growth(
     return out
 
 
+async def owned_counts(svc: EngineServices, owners: Sequence[Namespace]) -> dict[str, int]:
+    """Rows of each learned layer owned by ``owners`` (filtered counts in the store)."""
+    counts = {}
+    for table in ("policies", "world_models", "skills"):
+        counts[table] = sum([await svc.store.count(table, Scope.owned(ns)) for ns in owners])
+    return counts
+
+
 async def row_owner(svc: EngineServices, table: str, row_id: str) -> Namespace | None:
     """The namespace owning one row of ``table`` (``None``: no such row). A look-up by id across
     every namespace: the caller decides what the owner may be shown to."""

@@ -186,16 +186,26 @@ class ViewerApi:
 
     # ------------------------------------------------------------------ system
     async def system(self, req: Request) -> dict[str, Any]:
-        spaces = [_figures(f) for f in (await self._spaces(req.access))[:100]]
-        if not req.access.unrestricted:  # no home paths, pid or home-wide counts
+        figures = await self._spaces(req.access)
+        spaces = [_figures(f) for f in figures[:100]]
+        health = await self.core.health()
+        if not req.access.unrestricted:  # its namespaces' counts; no home paths, pid or backlog
+            counts = await overview.owned_counts(self.svc, [f.namespace for f in figures])
+            counts["traces"] = sum(f.traces for f in figures)
+            counts["episodes"] = sum(f.episodes for f in figures)
             return {
                 "version": __version__,
                 "viewer_url": self.url,
                 "started_at": self.started_at,
+                "health": {
+                    "ok": health.ok,
+                    "version": health.version,
+                    "mode": health.mode,
+                    "counts": counts,
+                },
                 "access": list(req.access.namespaces),
                 "namespaces": spaces,
             }
-        health = await self.core.health()
         home = self.home
         return {
             "version": __version__,
