@@ -83,8 +83,9 @@ def vector(t: HotTable, col: str, qvec: np.ndarray, mask: np.ndarray, limit: int
 
 
 def bm25(t: HotTable, terms: Sequence[str], mask: np.ndarray, limit: int) -> Scored:
-    """BM25 over the stemmed query terms (OR), like the native FTS index it replaces."""
-    return _rows(t, t.lex.bm25(query_tokens(terms), mask, limit))
+    """BM25 over the stemmed query terms (OR, a repeated token counted each time), like the
+    native FTS index it replaces."""
+    return _rows(t, t.lex.bm25(query_tokens(terms, unique=False), mask, limit))
 
 
 def pattern_weights(

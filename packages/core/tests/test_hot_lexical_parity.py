@@ -1,0 +1,73 @@
+"""The hot index's BM25 scores every row exactly as LanceDB's native FTS index does (issue 15: a
+speed change that loses recall is not done). Both analyse the same documents: stop words checked
+after stemming, LanceDB's stop list, a query token counted once per occurrence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pytest
+from lancedb.index import FTS
+
+from stratamem.core.hotindex.lexical import Lexical, analyze, query_tokens
+from stratamem.core.retrieval import channels as ch
+from stratamem.core.retrieval.query import compile_text
+
+DOCS = [
+    "Maria: I really like the dog shelter, I tell everyone because it helps.",
+    "John: We're considering adopting a rescue dog - for love and to teach the kids.",
+    "Maria: Volunteering at the shelter made me feel great, even if only once a week.",
+    "John: Having dogs is hard work but worth it; they're very loyal, and any walk is fun.",
+    "Maria: I got a puppy two weeks ago! She's always the first to greet me at the door.",
+    "John: The homeless shelter asked for volunteers before the winter; I said yes.",
+    "Maria: Something I want to remember: the dogs at the shelter love long walks.",
+]
+QUERIES = [
+    "How many dogs has Maria adopted from the dog shelter she volunteers at?",
+    "What does John really like about the shelter?",
+    "Why did Maria get a puppy?",
+]
+
+
+async def _lance_scores(tmp_path: Path, query: str) -> dict[int, float]:
+    db = await lancedb.connect_async(str(tmp_path / "lance"))
+    name = "t" + str(abs(hash(query)) % 10_000)
+    table = await db.create_table(
+        name, data=[{"id": str(i), "search_text": d} for i, d in enumerate(DOCS)]
+    )
+    await table.create_index("search_text", config=FTS(), replace=True)
+    got = await ch.table_fts(table, compile_text(query).fts_text, "true", len(DOCS))
+    return {int(r["id"]): s for r, s in got}
+
+
+def _hot_scores(query: str) -> dict[int, float]:
+    lex = Lexical()
+    for i, d in enumerate(DOCS):
+        lex.add(i, d)
+    mask = np.ones(len(DOCS), dtype=bool)
+    toks = query_tokens(compile_text(query).terms[:12], unique=False)
+    return dict(lex.bm25(toks, mask, len(DOCS)))
+
+
+@pytest.mark.parametrize("query", QUERIES)
+async def test_hot_bm25_scores_match_lancedb_fts_row_for_row(tmp_path: Path, query: str) -> None:
+    lance = await _lance_scores(tmp_path, query)
+    hot = _hot_scores(query)
+    assert lance, "LanceDB matched nothing: the fixture no longer exercises the channel"
+    assert set(hot) == set(lance)
+    for row, score in lance.items():
+        assert hot[row] == pytest.approx(score, rel=1e-4), (row, DOCS[row])
+
+
+def test_stop_words_are_checked_after_stemming_like_lancedbs_analyzer() -> None:
+    # "having" stems to the stop word "have"; "because" stems to "becaus", which is no stop word
+    assert analyze("having fun because") == ["fun", "becaus"]
+    # words our query side drops ("really", "like", "tell") are still document tokens there
+    assert analyze("really like tell") == ["realli", "like", "tell"]
+
+
+def test_a_repeated_query_token_counts_once_per_occurrence_for_bm25() -> None:
+    assert query_tokens(["dogs", "dog"]) == ["dog"]
+    assert query_tokens(["dogs", "dog"], unique=False) == ["dog", "dog"]
