@@ -131,3 +131,26 @@ def test_session_neighbours_are_the_nearest_visible_rows_within_the_window() -> 
     assert near("d") == ["c"]  # e is 70 minutes later: no next neighbour
     assert near("e") == []
     assert in_spans(t.full_row(0), [("s", base, base)])
+
+
+def test_a_write_to_the_session_reaches_the_cached_order() -> None:
+    t = HotTable("traces", ("vec_summary",), DIM, {})
+    base = 1_700_000_000_000
+
+    def put(rid: str, minute: int, session: str = "s") -> None:
+        t.upsert([{"id": rid, "session_id": session, "ts": base + minute * MIN, "priority": 1.0}])
+
+    def near(rid: str) -> list[str]:
+        mask = t.alive[: t.n].copy()
+        row = t.full_row(t.slot_of[rid])
+        return [r["id"] for r in hc.session_neighbours(t, mask, [row], NEIGHBOUR_WINDOW_MS)]
+
+    put("a", 0)
+    put("c", 10)
+    assert near("a") == ["c"]
+    put("b", 5)  # a new turn between them
+    assert near("a") == ["b"]
+    put("b", 5, session="other")  # moved to another session
+    assert near("a") == ["c"]
+    t.delete(["c"])
+    assert near("a") == []

@@ -65,6 +65,8 @@ class HotTable:
         self.session_code: dict[str, int] = {}
         #: session code -> its slots (a session's turns without scanning the table)
         self.by_session: dict[int, set[int]] = {}
+        #: session code -> its (ts, id) keys and slots in that order, built on first read
+        self._session_order: dict[int, tuple[list[tuple[int, str]], list[int]]] = {}
         self.tags: dict[str, set[int]] = {}
         self.vecs = {c: np.zeros((0, dim), dtype=np.float32) for c in self.vec_cols}
         self.has = {c: np.zeros(0, dtype=bool) for c in self.vec_cols}
@@ -102,6 +104,7 @@ class HotTable:
             if slot is None:
                 continue
             self._clear(slot)
+            self._session_order.pop(int(self.session[slot]), None)
             self.by_session.get(int(self.session[slot]), set()).discard(slot)
             self.session[slot] = 0
             self.ids[slot] = None
@@ -166,6 +169,8 @@ class HotTable:
         code = 0
         if sid is not None:
             code = self.session_code.setdefault(str(sid), len(self.session_code) + 1)
+        self._session_order.pop(old_code, None)
+        self._session_order.pop(code, None)
         if old_code != code:
             self.by_session.get(old_code, set()).discard(slot)
         self.session[slot] = code
@@ -284,6 +289,19 @@ class HotTable:
         if not got:
             return np.zeros(0, dtype=np.int64)
         return np.sort(np.fromiter(got, dtype=np.int64, count=len(got)))
+
+    def session_order(self, session_id: str) -> tuple[list[tuple[int, str]], list[int]]:
+        """A session's live rows ordered by (ts, id): their keys and slots (cached until one of
+        the session's rows is written)."""
+        code = self.session_code.get(session_id, 0)
+        got = self._session_order.get(code)
+        if got is None:
+            slots = self.by_session.get(code) or ()
+            pairs = sorted(((int(self.ts[s]), str(self.ids[s])), s) for s in slots)
+            got = ([k for k, _ in pairs], [s for _, s in pairs])
+            if code:
+                self._session_order[code] = got
+        return got
 
     def tag_mask(self, tags: Sequence[str]) -> np.ndarray:
         out = np.zeros(self.n, dtype=bool)

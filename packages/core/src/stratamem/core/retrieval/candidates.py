@@ -55,20 +55,26 @@ class Pool:
         self.vector_columns = tuple(vector_columns)
         self.text_of = text_of
         self.items: dict[str, Candidate] = {}
+        #: (query vector, candidate ids) of the last ``set_cosines``: an unchanged pool skips it
+        self._cosines_for: tuple[int, tuple[str, ...]] | None = None
 
     def candidate(self, row: Mapping[str, Any]) -> Candidate:
         rid = str(row["id"])
         cand = self.items.get(rid)
         if cand is None:
+            clean: dict[str, Any]
             if row.get(UNIT_VECTORS):  # the hot index's rows: vectors already unit, no extras
                 vecs = [v for v in (row.get(c) for c in self.vector_columns) if v is not None]
+                clean = dict(row)
+                for k in (*self.vector_columns, UNIT_VECTORS):
+                    clean.pop(k, None)
             else:
                 vecs = [v for v in (unit(row.get(c)) for c in self.vector_columns) if v is not None]
-            clean = {
-                k: v
-                for k, v in row.items()
-                if k not in self.vector_columns and not k.startswith("_")
-            }
+                clean = {
+                    k: v
+                    for k, v in row.items()
+                    if k not in self.vector_columns and not k.startswith("_")
+                }
             cand = Candidate(
                 ref_kind=self.ref_kind,
                 ref_id=rid,
@@ -91,6 +97,10 @@ class Pool:
         """Each candidate's best cosine to the query: one matrix-vector product for the pool."""
         if qvec is None:
             return
+        key = (id(qvec), tuple(self.items))
+        if key == self._cosines_for:  # same query, same candidates: the cosines are current
+            return
+        self._cosines_for = key
         owners: list[Candidate] = []
         vecs: list[np.ndarray] = []
         for cand in self.items.values():

@@ -63,6 +63,7 @@ from stratamem.core.storage.ownership import quote as q
 from stratamem.core.telemetry import get_logger, span
 
 _log = get_logger("retrieval")
+_MISSING = object()
 
 
 @dataclass
@@ -116,6 +117,7 @@ class _Run:
     def __init__(self, ctx: RetrievalContext) -> None:
         self.ctx = ctx
         self.cfg = ctx.config
+        self._settings: dict[str, Any] = {}
         self.query = ctx.query
         self.dl = Deadline(ctx.deadline)
         self.lightweight = lightweight_of(self.cfg) if ctx.lightweight is None else ctx.lightweight
@@ -138,7 +140,10 @@ class _Run:
         self.hot = ctx.hot
 
     def s(self, key: str) -> Any:
-        return setting(self.cfg, key)
+        got = self._settings.get(key, _MISSING)
+        if got is _MISSING:
+            got = self._settings[key] = setting(self.cfg, key)
+        return got
 
     def table(self, name: str) -> Any | None:
         return self.ctx.tables.get(name) if self.ctx.tables else None

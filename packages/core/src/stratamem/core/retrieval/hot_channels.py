@@ -7,6 +7,7 @@ vectors so candidates get cosines and MMR without a second read. Filters are the
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,8 +23,19 @@ Scored = list[tuple[dict[str, Any], float]]
 Row = dict[str, Any]
 
 
-def _rows(t: HotTable, hits: Sequence[tuple[int, float]]) -> Scored:
-    return [(t.full_row(slot), score) for slot, score in hits]
+def _rows(
+    t: HotTable, hits: Sequence[tuple[int, float]], memo: dict[int, Row] | None = None
+) -> Scored:
+    """Rows of the hit slots; ``memo`` shares one read-only row per slot across a tier's channels."""
+    if memo is None:
+        return [(t.full_row(slot), score) for slot, score in hits]
+    out: Scored = []
+    for slot, score in hits:
+        row = memo.get(slot)
+        if row is None:
+            row = memo[slot] = t.full_row(slot)
+        out.append((row, score))
+    return out
 
 
 def trace_mask(
@@ -78,14 +90,27 @@ def owner_mask(t: HotTable, ns: Namespace | None, pred: Callable[[Row], bool]) -
     return t.where(t.visible_mask(ns), pred)
 
 
-def vector(t: HotTable, col: str, qvec: np.ndarray, mask: np.ndarray, limit: int) -> Scored:
-    return _rows(t, t.vector(col, qvec, mask, limit))
+def vector(
+    t: HotTable,
+    col: str,
+    qvec: np.ndarray,
+    mask: np.ndarray,
+    limit: int,
+    memo: dict[int, Row] | None = None,
+) -> Scored:
+    return _rows(t, t.vector(col, qvec, mask, limit), memo)
 
 
-def bm25(t: HotTable, terms: Sequence[str], mask: np.ndarray, limit: int) -> Scored:
+def bm25(
+    t: HotTable,
+    terms: Sequence[str],
+    mask: np.ndarray,
+    limit: int,
+    memo: dict[int, Row] | None = None,
+) -> Scored:
     """BM25 over the stemmed query terms (OR, a repeated token counted each time), like the
     native FTS index it replaces."""
-    return _rows(t, t.lex.bm25(query_tokens(terms, unique=False), mask, limit))
+    return _rows(t, t.lex.bm25(query_tokens(terms, unique=False), mask, limit), memo)
 
 
 def pattern_weights(
@@ -108,7 +133,12 @@ def pattern_weights(
 
 
 def pattern(
-    t: HotTable, terms: Sequence[str], weights: Sequence[float], mask: np.ndarray, limit: int
+    t: HotTable,
+    terms: Sequence[str],
+    weights: Sequence[float],
+    mask: np.ndarray,
+    limit: int,
+    memo: dict[int, Row] | None = None,
 ) -> Scored:
     """Share of the query's idf weight a row matches, over the postings."""
     toks: list[str] = []
@@ -117,10 +147,16 @@ def pattern(
         got = query_tokens([term])
         toks.append(got[0] if got else "\x00")
         ws.append(w)
-    return _rows(t, t.lex.weighted(toks, ws, mask, limit))
+    return _rows(t, t.lex.weighted(toks, ws, mask, limit), memo)
 
 
-def substring(t: HotTable, needles: Sequence[str], mask: np.ndarray, limit: int) -> Scored:
+def substring(
+    t: HotTable,
+    needles: Sequence[str],
+    mask: np.ndarray,
+    limit: int,
+    memo: dict[int, Row] | None = None,
+) -> Scored:
     """Rows whose ``search_text`` contains a needle; score 1/(needle index + 1)."""
     out: list[tuple[int, float]] = []
     seen: set[int] = set()
@@ -129,7 +165,7 @@ def substring(t: HotTable, needles: Sequence[str], mask: np.ndarray, limit: int)
             if slot not in seen:
                 seen.add(slot)
                 out.append((slot, 1.0 / (i + 1)))
-    return _rows(t, out[:limit])
+    return _rows(t, out[:limit], memo)
 
 
 def session_neighbours(
@@ -140,7 +176,7 @@ def session_neighbours(
 
     ``expand.adjacency`` over these rows and the seeds gives every seed the same neighbours as over
     the seeds' whole session spans: the nearest row on each side is here, and nothing here lies
-    between a seed and it. Reads a window of one session per seed, never the spans whole.
+    between a seed and it. A bisection in the session's cached order, never a scan of the spans.
     """
     n = min(t.n, len(mask))
     picked: set[int] = set()
@@ -148,36 +184,21 @@ def session_neighbours(
         sid = seed.get("session_id")
         if not sid:
             continue
-        slots = t.session_slots(str(sid))
-        slots = slots[slots < n]
-        if not len(slots):
+        keys, slots = t.session_order(str(sid))
+        if not keys:
             continue
-        ts0 = int(seed.get("ts") or 0)
-        rid = str(seed.get("id"))
-        ts = t.ts[slots]
-        sel = mask[slots] & (ts >= ts0 - window_ms) & (ts <= ts0 + window_ms)
-        slots, ts = slots[sel], ts[sel]
-        for side in (-1, 1):
-            got = _nearest(t, slots, ts, ts0, rid, side)
-            if got is not None:
-                picked.add(got)
+        key = (int(seed.get("ts") or 0), str(seed.get("id")))
+        i = bisect_left(keys, key)
+        j = i - 1  # the nearest visible row below the seed's key
+        while j >= 0 and key[0] - keys[j][0] <= window_ms:
+            if slots[j] < n and mask[slots[j]]:
+                picked.add(slots[j])
+                break
+            j -= 1
+        j = i + 1 if i < len(keys) and keys[i] == key else i  # and above it
+        while j < len(keys) and keys[j][0] - key[0] <= window_ms:
+            if slots[j] < n and mask[slots[j]]:
+                picked.add(slots[j])
+                break
+            j += 1
     return [t.full_row(s) for s in sorted(picked)]
-
-
-def _nearest(
-    t: HotTable, slots: np.ndarray, ts: np.ndarray, ts0: int, rid: str, side: int
-) -> int | None:
-    """The slot whose (ts, id) is the nearest below (side -1) or above (+1) (ts0, rid)."""
-    same = [
-        int(s)
-        for s in slots[ts == ts0]
-        if (str(t.ids[s]) < rid if side < 0 else str(t.ids[s]) > rid)
-    ]
-    if not same:
-        beyond = ts < ts0 if side < 0 else ts > ts0
-        if not beyond.any():
-            return None
-        edge = ts[beyond].max() if side < 0 else ts[beyond].min()
-        same = [int(s) for s in slots[ts == edge]]
-    pick = max if side < 0 else min
-    return pick(same, key=lambda s: str(t.ids[s]))

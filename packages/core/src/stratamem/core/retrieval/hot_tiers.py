@@ -84,6 +84,7 @@ def trace_channels(
 ) -> TraceChannels:
     """Tier 2's six channels over the hot traces table and the pending rows."""
     lex_pending = [r for r in pending if flt.accepts(r)]
+    memo: dict[int, Row] = {}  # one row per slot across the channels
     base = hc.trace_mask(t, flt) if t is not None else None
     masks: dict[bool, np.ndarray] = {}
 
@@ -98,7 +99,9 @@ def trace_channels(
         if qvec is None:
             return []
         m = vmask(with_tags)
-        got = hc.vector(t, column, qvec, m, vec_pool) if t is not None and m is not None else []
+        got = (
+            hc.vector(t, column, qvec, m, vec_pool, memo) if t is not None and m is not None else []
+        )
         rows = [r for r in pending if flt.accepts(r, vector=True, with_tags=with_tags)]
         merged = ch.merge_scored(got, ch.pending_vector(rows, column, qvec))
         return ch.floor_relative(merged, min_sim, ratio)[:vec_pool]
@@ -111,7 +114,7 @@ def trace_channels(
         s_hits = vec("vec_summary", False, rs)
 
     got = (
-        hc.bm25(t, cq.terms[:FTS_TERMS], base, kw_pool)
+        hc.bm25(t, cq.terms[:FTS_TERMS], base, kw_pool, memo)
         if t is not None and base is not None
         else []
     )
@@ -127,7 +130,7 @@ def trace_channels(
             t if on_table else None, cq.terms, texts, ch.MAX_PATTERN_TERMS
         )
         table_hits = (
-            hc.pattern(t, terms, weights, base, kw_pool)
+            hc.pattern(t, terms, weights, base, kw_pool, memo)
             if on_table and t is not None and base is not None
             else []
         )
@@ -139,7 +142,11 @@ def trace_channels(
     def substring(needles: Sequence[str], limit: int) -> ch.Scored:
         if not needles:
             return []
-        got = hc.substring(t, needles, base, limit) if t is not None and base is not None else []
+        got = (
+            hc.substring(t, needles, base, limit, memo)
+            if t is not None and base is not None
+            else []
+        )
         return ch.merge_scored(got, ch.pending_substring(lex_pending, needles))[:limit]
 
     return TraceChannels(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -119,6 +120,7 @@ _ACK = re.compile(
 _NORM = re.compile(r"[\W_]+", re.U)
 
 
+@lru_cache(maxsize=8192)
 def _norm(text: str) -> str:
     return _NORM.sub(" ", (text or "").lower()).strip()
 
@@ -213,41 +215,51 @@ class _Redundancy:
 
 
 def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
-    """Smart seeding (≤1 per tier, if within ratio of the pool's best) then greedy MMR under tier caps."""
+    """Smart seeding (≤1 per tier, if within ratio of the pool's best) then greedy MMR under tier caps.
+
+    Arrays over the relevance order: a pick is one masked argmax (the first best, as ``max`` over
+    the remaining items in that order would choose), not a Python pass per pick."""
     lam = p.mmr_lambda
     remaining = sorted(items, key=lambda it: -it.relevance)
     chosen: list[Ranked] = []
     per_tier: dict[int, int] = {}
     red = _Redundancy(remaining)
+    rel = np.array([it.relevance for it in remaining], dtype=np.float64)
+    tiers = np.array([it.cand.tier for it in remaining], dtype=np.int64)
+    left = np.ones(len(remaining), dtype=bool)
 
-    def room(it: Ranked) -> bool:
-        return per_tier.get(it.cand.tier, 0) < int(p.tier_caps.get(it.cand.tier, 0))
+    def room(tier: int) -> bool:
+        return per_tier.get(tier, 0) < int(p.tier_caps.get(tier, 0))
 
-    def take(it: Ranked) -> None:
-        it.redundancy = red.of(it)
+    def take(i: int) -> None:
+        it = remaining[i]
+        it.redundancy = float(red.best[i])
         it.score = lam * it.relevance - (1 - lam) * it.redundancy
         chosen.append(it)
-        remaining.remove(it)
+        left[i] = False
         red.chose(it)
         per_tier[it.cand.tier] = per_tier.get(it.cand.tier, 0) + 1
 
     if remaining and p.smart_seed:
         top = remaining[0].relevance
         for tier in (1, 2, 3):
-            best = next((it for it in remaining if it.cand.tier == tier), None)
-            if (
-                best is not None
-                and best.relevance >= top * p.smart_seed_ratio
-                and room(best)
-                and len(chosen) < p.limit
-            ):
-                take(best)
-    while remaining and len(chosen) < p.limit:
-        open_items = [it for it in remaining if room(it)]
-        if not open_items:
+            idx = np.flatnonzero(left & (tiers == tier))
+            if not len(idx):
+                continue
+            best = remaining[int(idx[0])]
+            if best.relevance >= top * p.smart_seed_ratio and room(tier) and len(chosen) < p.limit:
+                take(int(idx[0]))
+    present = sorted(set(tiers.tolist()))
+    while left.any() and len(chosen) < p.limit:
+        open_ = left.copy()
+        for tier in present:
+            if not room(tier):
+                open_ &= tiers != tier
+        if not open_.any():
             break
-        pick = max(open_items, key=lambda it: lam * it.relevance - (1 - lam) * red.of(it))
-        take(pick)
+        gain = lam * rel - (1 - lam) * red.best
+        gain[~open_] = -np.inf
+        take(int(np.argmax(gain)))
     return sorted(chosen, key=lambda it: (-it.score, -it.rrf))
 
 

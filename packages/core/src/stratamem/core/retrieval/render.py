@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from functools import lru_cache
 from typing import Any
 
 BODY_CAP = 640
@@ -51,6 +52,7 @@ def cap_body(text: str, cap: int = BODY_CAP) -> str:
     return text[: cap - len(_TRUNC) - 1] + _TRUNC
 
 
+@lru_cache(maxsize=4096)
 def format_time(ms: int | None, tz_offset_minutes: int = 0) -> str:
     """``Www YYYY-MM-DD HH:MM GMT±h[:mm]``."""
     if not ms:
