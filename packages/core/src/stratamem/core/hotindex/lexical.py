@@ -208,7 +208,12 @@ class Lexical:
     ) -> list[tuple[int, float]]:
         if not touched:
             return []
-        cand = np.unique(np.concatenate(touched)) if len(touched) > 1 else touched[0]
+        if len(touched) == 1:
+            cand = touched[0]
+        elif 8 * sum(len(x) for x in touched) < len(score):  # a few rare tokens: merge them
+            cand = np.unique(np.concatenate(touched))
+        else:  # common tokens: every touched slot scores > 0, a linear pass beats sorting
+            cand = np.flatnonzero(score)
         vals = score[cand].copy()
         score[cand] = 0.0  # the buffer is reused by the next query
         inside = cand < len(mask)
