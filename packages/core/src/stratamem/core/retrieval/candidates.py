@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,17 @@ class Candidate:
     text: str = ""
     #: relevance fused by the tier itself (retrieval/fusion.py + expand.py); None -> rank fusion
     prior: float | None = None
+    #: computes ``text`` from ``row`` when first asked (``search_text()``); most queries never ask
+    text_of: Callable[[Mapping[str, Any]], str] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def search_text(self) -> str:
+        """``text``, computed from the row on first use when the pool gave a ``text_of``."""
+        if self.text_of is not None:
+            self.text = self.text_of(self.row)
+            self.text_of = None
+        return self.text
 
     @property
     def key(self) -> str:
@@ -81,7 +92,7 @@ class Pool:
                 row=clean,
                 tier=TIER_OF[self.ref_kind],
                 vectors=vecs,
-                text=self.text_of(clean),
+                text_of=self.text_of,
             )
             self.items[rid] = cand
         return cand

@@ -107,7 +107,7 @@ def exact_eligible(items: list[Ranked], identifiers: Sequence[str]) -> list[Rank
         if (
             c.ref_kind in ("skill", "world_model")
             or "exact_identifier" in c.channels
-            or any(i in c.text.lower() for i in identifiers)
+            or any(i in c.search_text().lower() for i in identifiers)
         ):
             keep.append(it)
     return keep
