@@ -11,7 +11,7 @@ from stratamem.contract.errors import StratamemError
 from stratamem.core.engine import commit, sessions
 from stratamem.core.engine.services import EngineServices
 
-from .conftest import ALICE, now
+from .conftest import ALICE, BOB, now
 
 
 def _result(**kw: object) -> TurnResult:
@@ -74,3 +74,74 @@ async def test_a_subagent_outcome_is_a_turn_with_a_subagent_call(svc: EngineServ
     ack = await commit.turn_end(svc, turn, ALICE)
     assert ack.trace_id
     commit.record_tool_outcome(svc, ToolOutcome(session_id="s", tool="grep", success=True))
+
+
+def _count_commits(svc: EngineServices) -> list[str]:
+    """The SQL statements the core's real connection runs (sqlite3's own trace hook)."""
+    seen: list[str] = []
+    svc.db._conn.set_trace_callback(seen.append)
+    return seen
+
+
+async def test_a_first_turn_end_is_one_durable_commit(svc: EngineServices) -> None:
+    # session, episode, turns and journal entry in one transaction: one fsync'd commit per ack
+    seen = _count_commits(svc)
+    ack = await commit.turn_end(svc, _result(session_id="fresh", user_text="q"), ALICE)
+    svc.db._conn.set_trace_callback(None)
+    assert [s for s in seen if s == "COMMIT"] == ["COMMIT"]
+    ep = await sessions.episode_row(svc, ack.episode_id)
+    assert ep is not None and ep["session_id"] == "fresh" and ep["status"] == "open"
+    srow = await sessions.session_row(svc, "fresh")
+    assert srow is not None and srow["owner_profile_id"] == "alice"
+
+
+async def test_a_refused_turn_end_leaves_no_session_behind(svc: EngineServices) -> None:
+    # no open episode and no user text: a typed error, and nothing was written (not even the session)
+    with pytest.raises(StratamemError) as err:
+        await commit.turn_end(svc, _result(session_id="nobody"), ALICE)
+    assert err.value.code == "episode_not_found"
+    assert await sessions.session_row(svc, "nobody") is None
+
+
+async def test_turn_end_checks_the_owner_in_its_own_transaction(svc: EngineServices) -> None:
+    await commit.turn_end(svc, _result(session_id="mine", user_text="q"), ALICE)
+    with pytest.raises(StratamemError) as err:
+        await commit.turn_end(svc, _result(session_id="mine", user_text="q2"), BOB)
+    assert err.value.code == "permission_denied"
+    # no namespace named: the session owner's
+    ack = await commit.turn_end(svc, _result(session_id="mine", agent_text="more"), None)
+    rows = await svc.run_db(
+        lambda: svc.db.query("SELECT payload_json FROM journal WHERE seq=?", (ack.journal_seq,))
+    )
+    assert json.loads(rows[0]["payload_json"])["owner_profile_id"] == "alice"
+
+
+async def test_a_delayed_end_reopens_its_closed_episode(svc: EngineServices) -> None:
+    first = await commit.turn_end(svc, _result(session_id="late", user_text="q"), ALICE)
+    await sessions.close_episode_row(svc, first.episode_id, "late", "finalized")
+    ack = await commit.turn_end(
+        svc, _result(session_id="late", episode_id=first.episode_id, agent_text="late"), ALICE
+    )
+    ep = await sessions.episode_row(svc, ack.episode_id)
+    assert ack.episode_id == first.episode_id and ep is not None and ep["status"] == "open"
+    assert json.loads(ep["meta_json"])["delayed_agent_end_recovered"] is True
+    assert len(json.loads(ep["trace_ids_json"])) == 2
+
+
+async def test_pending_user_turns_become_the_turns_user_text(svc: EngineServices) -> None:
+    # user turns recorded by turn_start since the last assistant turn are this turn's user text
+    a = await commit.turn_end(svc, _result(session_id="u", user_text="first"), ALICE)
+
+    def add(c: object) -> None:
+        for text in ("second", "third"):
+            c.execute(  # type: ignore[attr-defined]
+                "INSERT INTO episode_turns(episode_id, role, content, ts) VALUES (?,?,?,?)",
+                (a.episode_id, "user", text, now()),
+            )
+
+    await svc.run_db(lambda: svc.db.call(add))
+    ack = await commit.turn_end(svc, _result(session_id="u", agent_text="answer"), ALICE)
+    rows = await svc.run_db(
+        lambda: svc.db.query("SELECT payload_json FROM journal WHERE seq=?", (ack.journal_seq,))
+    )
+    assert json.loads(rows[0]["payload_json"])["user_text"] == "second\n---\nthird"

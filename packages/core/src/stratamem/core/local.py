@@ -270,9 +270,8 @@ class LocalCore:
     async def turn_end(self, result: TurnResult) -> TurnEndAck:
         """Durable before it returns: the turn is committed (fsync'd) to the SQLite journal."""
         self._alive()
-        commit.check_turn_result(self.services, result)
-        ns = await self._session_ns(result.session_id, result.namespace, result.agent)
-        return await commit.turn_end(self.services, result, ns)
+        # the owner check runs inside the turn's one transaction (``commit.turn_end``)
+        return await commit.turn_end(self.services, result, result.namespace)
 
     async def record_subagent_outcome(self, outcome: SubagentOutcome) -> TurnEndAck:
         self._alive()

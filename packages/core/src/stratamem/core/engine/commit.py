@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stratamem.contract.dtos import (
@@ -64,39 +64,93 @@ def check_turn_result(svc: EngineServices, result: TurnResult) -> None:
         raise bad("turn has no content (empty agent text, no tool calls, no user text)")
 
 
-async def turn_end(svc: EngineServices, result: TurnResult, ns: Namespace) -> TurnEndAck:
-    """Durable before it returns: the turn is committed (fsync'd) to the SQLite journal."""
+async def turn_end(svc: EngineServices, result: TurnResult, ns: Namespace | None) -> TurnEndAck:
+    """Durable before it returns: the turn is committed (fsync'd) to the SQLite journal.
+
+    ``ns`` is the caller's namespace (``None``: the session owner's). Everything the ack needs
+    (owner check, turn-key replay, session and episode, the episode's turns, the trace rows and
+    their journal entries) happens in ONE transaction on the SQLite thread: one executor hop and
+    one fsync per acknowledged turn, whatever the path (a new session and episode included), so
+    the ack costs about what a bare durable SQLite commit costs.
+    """
     check_turn_result(svc, result)
     with span("turn_end", session=result.session_id):
         async with svc.session_lock(result.session_id):
-            return await _turn_end_locked(svc, result, ns)
+            done = await svc.run_db(lambda: svc.db.call(lambda c: _capture(c, svc, result, ns)))
+            if done.entries:
+                svc.journal.add_committed(done.entries)
+    if done.session_created:
+        svc.bus.emit(
+            "session.opened",
+            {"session_id": result.session_id, "agent": result.agent},
+            namespace=done.ns,
+        )
+    if done.episode_opened:
+        svc.bus.emit(
+            "episode.opened",
+            {
+                "episode_id": done.ack.episode_id,
+                "session_id": result.session_id,
+                "relation": "bootstrap",
+            },
+            namespace=done.ns,
+        )
+    if done.entries:
+        svc.bus.emit(
+            "turn.captured",
+            {
+                "session_id": result.session_id,
+                "episode_id": done.ack.episode_id,
+                "trace_id": done.ack.trace_id,
+                "journal_seq": done.ack.journal_seq,
+            },
+            namespace=done.ns,
+        )
+    return done.ack
 
 
-async def _episode_for(svc: EngineServices, result: TurnResult, ns: Namespace) -> str:
-    """The named episode (reopened if a delayed end arrives after it closed), else the session's
-    open one, else a new one when the result carries its user text."""
+@dataclass(slots=True)
+class _Captured:
+    """What one ``turn_end`` transaction did (events are emitted after it commits)."""
+
+    ack: TurnEndAck
+    ns: Namespace
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    session_created: bool = False
+    episode_opened: bool = False
+
+
+def _episode_for(
+    c: sqlite3.Connection, svc: EngineServices, result: TurnResult, ns: Namespace
+) -> tuple[str, bool]:
+    """(episode id, opened now): the named episode (reopened if a delayed end arrives after it
+    closed), else the session's open one, else a new one when the result carries its user text."""
     if result.episode_id:
-        row = await sessions.episode_row(svc, result.episode_id)
+        row = c.execute(
+            "SELECT id, session_id, status, meta_json FROM episodes WHERE id=?",
+            (result.episode_id,),
+        ).fetchone()
         if row is None or row["session_id"] != result.session_id:
             raise StratamemError(
                 ErrorCode.EPISODE_NOT_FOUND,
                 f"episode {result.episode_id!r} not found in session {result.session_id!r}",
                 {"episode_id": result.episode_id},
             )
-        eid = str(row["id"])
         if row["status"] == "closed":  # delayed agent end: reopen, capture, re-finalize
-            await svc.run_db(
-                lambda: svc.db.call(
-                    lambda c: c.execute(
-                        "UPDATE episodes SET status='open', ended_at=NULL WHERE id=?", (eid,)
-                    )
-                )
+            meta = json.loads(row["meta_json"] or "{}")
+            meta["delayed_agent_end_recovered"] = True
+            c.execute(
+                "UPDATE episodes SET status='open', ended_at=NULL, meta_json=? WHERE id=?",
+                (json.dumps(meta), row["id"]),
             )
-            await sessions.patch_episode_meta(svc, eid, {"delayed_agent_end_recovered": True})
-        return eid
-    open_eps = await sessions.open_episodes(svc, result.session_id)
-    if open_eps:
-        return str(open_eps[-1]["id"])
+        return str(row["id"]), False
+    row = c.execute(
+        "SELECT id FROM episodes WHERE session_id=? AND status='open'"
+        " ORDER BY started_at DESC, rowid DESC LIMIT 1",
+        (result.session_id,),
+    ).fetchone()
+    if row is not None:
+        return str(row["id"]), False
     if not (result.user_text or "").strip():
         raise StratamemError(
             ErrorCode.EPISODE_NOT_FOUND,
@@ -104,8 +158,121 @@ async def _episode_for(svc: EngineServices, result: TurnResult, ns: Namespace) -
             "or pass user_text)",
             {"session_id": result.session_id},
         )
-    return await sessions.new_episode(
-        svc, result.session_id, ns, result.user_text, "bootstrap", result.ts
+    eid = new_id("ep")
+    sessions.insert_episode(
+        c, eid, result.session_id, ns, result.user_text, "bootstrap", result.ts, svc.lightweight
+    )
+    return eid, True
+
+
+def _capture(
+    c: sqlite3.Connection, svc: EngineServices, result: TurnResult, ns: Namespace | None
+) -> _Captured:
+    """The body of ``turn_end``'s one transaction (runs on the SQLite thread; raising rolls
+    everything back, so bad input changes nothing)."""
+    srow = c.execute(
+        "SELECT owner_agent_kind, owner_profile_id, owner_workspace_id FROM sessions WHERE id=?",
+        (result.session_id,),
+    ).fetchone()
+    ns = sessions.resolve_namespace(srow, ns, result.agent, result.session_id)
+    digest = content_hash(result)
+    if result.turn_key:
+        prev = svc.db.journal_by_turn_key(result.session_id, result.turn_key)
+        if prev is not None:  # the same turn again: the same ack; other content: a conflict
+            if prev["content_hash"] is not None and prev["content_hash"] != digest:
+                raise key_reused(result)
+            ack = TurnEndAck(
+                trace_id=prev["target_id"], episode_id=prev["episode_id"], journal_seq=prev["seq"]
+            )
+            return _Captured(ack=ack, ns=ns)
+    now = now_ms()
+    if srow is None:
+        sessions.insert_session(c, result.session_id, result.agent, ns, {}, now)
+    else:
+        c.execute(
+            "UPDATE sessions SET last_seen_at=?, closed_at=NULL WHERE id=?",
+            (now, result.session_id),
+        )
+    eid, opened = _episode_for(c, svc, result, ns)
+    # the user text of this turn: explicit, else the user turns since the last assistant turn
+    users = c.execute(
+        "SELECT content, ts FROM episode_turns WHERE episode_id=? AND role='user' AND id >"
+        " coalesce((SELECT max(id) FROM episode_turns WHERE episode_id=? AND role='assistant'), 0)"
+        " ORDER BY id",
+        (eid, eid),
+    ).fetchall()
+    user_text = (
+        result.user_text
+        if result.user_text is not None
+        else "\n---\n".join(u["content"] for u in users)
+    )
+    turn_id = int(users[0]["ts"]) if users else result.ts
+    own = owner_columns(ns)
+    entries = []
+    for r in capture_rows(svc, user_text, turn_id, result, ns, eid):
+        r.update(
+            id=new_id("tr"),
+            episode_id=eid,
+            session_id=result.session_id,
+            share_scope="private",
+            share_target=None,
+            shared_at=None,
+            **own,
+        )
+        entries.append({"kind": "trace", "target_id": r["id"], "table": "traces", "payload": r})
+    if result.user_text is not None and not users:
+        c.execute(
+            "INSERT INTO episode_turns(episode_id, role, content, ts) VALUES (?,?,?,?)",
+            (eid, "user", user_text, turn_id),
+        )
+    for call in result.tool_calls:
+        out = call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
+        c.execute(
+            "INSERT INTO episode_turns(episode_id, role, content, ts, meta_json) VALUES (?,?,?,?,?)",
+            (
+                eid,
+                "tool",
+                (out or "")[:2000],
+                result.ts,
+                json.dumps({"name": call.name, "error_code": call.error_code}),
+            ),
+        )
+    c.execute(
+        "INSERT INTO episode_turns(episode_id, role, content, ts) VALUES (?,?,?,?)",
+        (eid, "assistant", result.agent_text, result.ts),
+    )
+    for i, e in enumerate(entries):
+        last = i == len(entries) - 1
+        cur = c.execute(
+            "INSERT INTO journal(kind, target_id, session_id, episode_id, turn_key,"
+            " payload_json, created_at, content_hash) VALUES (?,?,?,?,?,?,?,?)",
+            (
+                e["kind"],
+                e["target_id"],
+                result.session_id,
+                eid,
+                result.turn_key if last else None,
+                payload_json(e),
+                now,
+                digest if last else None,
+            ),
+        )
+        e["seq"] = int(cur.lastrowid or 0)
+    row = c.execute("SELECT trace_ids_json, meta_json FROM episodes WHERE id=?", (eid,)).fetchone()
+    ids = json.loads(row[0] or "[]") + [e["target_id"] for e in entries]
+    meta = json.loads(row[1] or "{}")
+    meta["turn_count"] = int(meta.get("turn_count", 0)) + 1
+    c.execute(
+        "UPDATE episodes SET trace_ids_json=?, meta_json=?, last_turn_ts=? WHERE id=?",
+        (json.dumps(ids), json.dumps(meta), result.ts, eid),
+    )
+    ack = TurnEndAck(
+        trace_id=entries[-1]["target_id"] if entries else "",
+        episode_id=eid,
+        journal_seq=entries[-1]["seq"] if entries else 0,
+    )
+    return _Captured(
+        ack=ack, ns=ns, entries=entries, session_created=srow is None, episode_opened=opened
     )
 
 
@@ -129,136 +296,6 @@ def key_reused(result: TurnResult) -> StratamemError:
         f"turn key {result.turn_key!r} was already acknowledged with different content",
         {"session_id": result.session_id, "turn_key": result.turn_key},
     )
-
-
-async def _turn_end_locked(svc: EngineServices, result: TurnResult, ns: Namespace) -> TurnEndAck:
-    digest = content_hash(result)
-    if result.turn_key:
-        prev = await svc.run_db(
-            lambda: svc.db.journal_by_turn_key(result.session_id, result.turn_key or "")
-        )
-        if prev is not None:  # the same turn again: the same ack; other content: a conflict
-            if prev["content_hash"] is not None and prev["content_hash"] != digest:
-                raise key_reused(result)
-            return TurnEndAck(
-                trace_id=prev["target_id"], episode_id=prev["episode_id"], journal_seq=prev["seq"]
-            )
-    # a known session is touched inside the journal's transaction below: one fsync'd commit per
-    # acknowledged turn instead of two (a new session is still created first)
-    known = bool(
-        await svc.run_db(
-            lambda: svc.db.query("SELECT 1 FROM sessions WHERE id=?", (result.session_id,))
-        )
-    )
-    if not known:
-        await sessions.ensure_session(svc, result.agent, result.session_id, ns, {})
-    eid = await _episode_for(svc, result, ns)
-    turns = await sessions.episode_turns(svc, eid)
-    # the user text of this turn: explicit, else the user turns since the last assistant turn
-    users: list[sqlite3.Row] = []
-    for t in reversed(turns):
-        if t["role"] == "assistant":
-            break
-        if t["role"] == "user":
-            users.insert(0, t)
-    user_text = (
-        result.user_text
-        if result.user_text is not None
-        else "\n---\n".join(u["content"] for u in users)
-    )
-    turn_id = int(users[0]["ts"]) if users else result.ts
-    own = owner_columns(ns)
-    entries = []
-    for r in capture_rows(svc, user_text, turn_id, result, ns, eid):
-        r.update(
-            id=new_id("tr"),
-            episode_id=eid,
-            session_id=result.session_id,
-            share_scope="private",
-            share_target=None,
-            shared_at=None,
-            **own,
-        )
-        entries.append({"kind": "trace", "target_id": r["id"], "table": "traces", "payload": r})
-    need_user_turn = result.user_text is not None and not users
-
-    def commit(c: sqlite3.Connection) -> list[int]:
-        if known:
-            c.execute(
-                "UPDATE sessions SET last_seen_at=?, closed_at=NULL WHERE id=?",
-                (now_ms(), result.session_id),
-            )
-        if need_user_turn:
-            c.execute(
-                "INSERT INTO episode_turns(episode_id, role, content, ts) VALUES (?,?,?,?)",
-                (eid, "user", user_text, turn_id),
-            )
-        for call in result.tool_calls:
-            out = (
-                call.output
-                if isinstance(call.output, str)
-                else json.dumps(call.output, default=str)
-            )
-            c.execute(
-                "INSERT INTO episode_turns(episode_id, role, content, ts, meta_json) VALUES (?,?,?,?,?)",
-                (
-                    eid,
-                    "tool",
-                    (out or "")[:2000],
-                    result.ts,
-                    json.dumps({"name": call.name, "error_code": call.error_code}),
-                ),
-            )
-        c.execute(
-            "INSERT INTO episode_turns(episode_id, role, content, ts) VALUES (?,?,?,?)",
-            (eid, "assistant", result.agent_text, result.ts),
-        )
-        seqs = []
-        for i, e in enumerate(entries):
-            cur = c.execute(
-                "INSERT INTO journal(kind, target_id, session_id, episode_id, turn_key,"
-                " payload_json, created_at, content_hash) VALUES (?,?,?,?,?,?,?,?)",
-                (
-                    e["kind"],
-                    e["target_id"],
-                    result.session_id,
-                    eid,
-                    result.turn_key if i == len(entries) - 1 else None,
-                    payload_json(e),
-                    now_ms(),
-                    digest if i == len(entries) - 1 else None,
-                ),
-            )
-            seqs.append(int(cur.lastrowid or 0))
-        row = c.execute(
-            "SELECT trace_ids_json, meta_json FROM episodes WHERE id=?", (eid,)
-        ).fetchone()
-        ids = json.loads(row[0] or "[]") + [e["target_id"] for e in entries]
-        meta = json.loads(row[1] or "{}")
-        meta["turn_count"] = int(meta.get("turn_count", 0)) + 1
-        c.execute(
-            "UPDATE episodes SET trace_ids_json=?, meta_json=?, last_turn_ts=? WHERE id=?",
-            (json.dumps(ids), json.dumps(meta), result.ts, eid),
-        )
-        return seqs
-
-    seqs = await svc.run_db(lambda: svc.db.call(commit))
-    for e, s in zip(entries, seqs, strict=True):
-        e["seq"] = s
-    svc.journal.add_committed(entries)
-    trace_id = entries[-1]["target_id"] if entries else ""
-    seq = seqs[-1] if seqs else 0
-    svc.bus.emit(
-        "turn.captured",
-        {
-            "session_id": result.session_id,
-            "episode_id": eid,
-            "trace_id": trace_id,
-            "journal_seq": seq,
-        },
-        namespace=ns,
-    )
-    return TurnEndAck(trace_id=trace_id, episode_id=eid, journal_seq=seq)
 
 
 def capture_rows(

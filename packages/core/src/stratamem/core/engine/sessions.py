@@ -46,6 +46,13 @@ async def session_namespace(
     when it exists (``permission_denied`` otherwise); a call naming none acts as the session's
     owner (a new session: the agent kind's default profile)."""
     row = await session_row(svc, session_id) if session_id else None
+    return resolve_namespace(row, ns, agent, session_id)
+
+
+def resolve_namespace(
+    row: sqlite3.Row | None, ns: Namespace | None, agent: str, session_id: str
+) -> Namespace:
+    """``session_namespace`` given the session's row (``None``: no such session)."""
     if row is None:
         return ns or Namespace(agent_kind=agent)
     owner = owner_namespace(dict(row))
@@ -63,7 +70,6 @@ async def ensure_session(
     """The session's id (a new one when ``session_id`` is ``None``) and whether it was created."""
     sid = session_id or new_id("se")
     ts = now_ms()
-    own = owner_columns(ns)
 
     def run(c: sqlite3.Connection) -> bool:
         row = c.execute(
@@ -74,20 +80,7 @@ async def ensure_session(
                 raise not_the_owner(sid, ns)  # checked in the write's own transaction too
             c.execute("UPDATE sessions SET last_seen_at=?, closed_at=NULL WHERE id=?", (ts, sid))
             return False
-        c.execute(
-            "INSERT INTO sessions(id, agent, owner_agent_kind, owner_profile_id,"
-            " owner_workspace_id, started_at, last_seen_at, meta_json) VALUES (?,?,?,?,?,?,?,?)",
-            (
-                sid,
-                agent,
-                own["owner_agent_kind"],
-                own["owner_profile_id"],
-                own["owner_workspace_id"],
-                ts,
-                ts,
-                json.dumps({**meta, "namespace": own}, default=str),
-            ),
-        )
+        insert_session(c, sid, agent, ns, meta, ts)
         return True
 
     created = await svc.run_db(lambda: svc.db.call(run))
@@ -146,31 +139,10 @@ async def new_episode(
     ts: int,
 ) -> str:
     eid = new_id("ep")
-    own = owner_columns(ns)
-    meta = {
-        "initial_user_text": (user_text or "(adapter-initiated)")[:2000],
-        "relation": relation,
-        "topic_state": "active",
-        "lightweight_memory": svc.lightweight,
-        "turn_count": 0,
-    }
     await svc.run_db(
         lambda: svc.db.call(
-            lambda c: c.execute(
-                "INSERT INTO episodes(id, session_id, owner_agent_kind, owner_profile_id,"
-                " owner_workspace_id, started_at, status, meta_json, last_turn_ts)"
-                " VALUES (?,?,?,?,?,?,?,?,?)",
-                (
-                    eid,
-                    session_id,
-                    own["owner_agent_kind"],
-                    own["owner_profile_id"],
-                    own["owner_workspace_id"],
-                    ts,
-                    "open",
-                    json.dumps(meta),
-                    ts,
-                ),
+            lambda c: insert_episode(
+                c, eid, session_id, ns, user_text, relation, ts, svc.lightweight
             )
         )
     )
@@ -180,6 +152,64 @@ async def new_episode(
         namespace=ns,
     )
     return eid
+
+
+def insert_session(
+    c: sqlite3.Connection, sid: str, agent: str, ns: Namespace, meta: dict[str, Any], ts: int
+) -> None:
+    """A new session row owned by ``ns`` (inside the caller's transaction)."""
+    own = owner_columns(ns)
+    c.execute(
+        "INSERT INTO sessions(id, agent, owner_agent_kind, owner_profile_id,"
+        " owner_workspace_id, started_at, last_seen_at, meta_json) VALUES (?,?,?,?,?,?,?,?)",
+        (
+            sid,
+            agent,
+            own["owner_agent_kind"],
+            own["owner_profile_id"],
+            own["owner_workspace_id"],
+            ts,
+            ts,
+            json.dumps({**meta, "namespace": own}, default=str),
+        ),
+    )
+
+
+def insert_episode(
+    c: sqlite3.Connection,
+    eid: str,
+    session_id: str,
+    ns: Namespace,
+    user_text: str | None,
+    relation: str,
+    ts: int,
+    lightweight: bool,
+) -> None:
+    """A new open episode row (inside the caller's transaction)."""
+    own = owner_columns(ns)
+    meta = {
+        "initial_user_text": (user_text or "(adapter-initiated)")[:2000],
+        "relation": relation,
+        "topic_state": "active",
+        "lightweight_memory": lightweight,
+        "turn_count": 0,
+    }
+    c.execute(
+        "INSERT INTO episodes(id, session_id, owner_agent_kind, owner_profile_id,"
+        " owner_workspace_id, started_at, status, meta_json, last_turn_ts)"
+        " VALUES (?,?,?,?,?,?,?,?,?)",
+        (
+            eid,
+            session_id,
+            own["owner_agent_kind"],
+            own["owner_profile_id"],
+            own["owner_workspace_id"],
+            ts,
+            "open",
+            json.dumps(meta),
+            ts,
+        ),
+    )
 
 
 async def patch_episode_meta(svc: EngineServices, episode_id: str, patch: dict[str, Any]) -> None:
