@@ -63,7 +63,8 @@ async def test_delete_is_the_owners_and_unlinks_the_episode(svc: EngineServices)
 
 
 async def _capture_at(svc: EngineServices, ns: Namespace, text: str, ts: int) -> str:
-    r = TurnResult(agent="hermes", session_id=f"s{ts}", user_text=text, agent_text="ok", ts=ts)
+    sid = f"s-{ns.profile_id}-{ts}"  # a session belongs to one namespace
+    r = TurnResult(agent="hermes", session_id=sid, user_text=text, agent_text="ok", ts=ts)
     return (await commit.turn_end(svc, r, ns)).trace_id
 
 
