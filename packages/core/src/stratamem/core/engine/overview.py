@@ -1,11 +1,12 @@
 """What a console (the viewer) shows about a home: which namespaces hold memories, how many traces
 each holds, how memory grew per day, and who owns a row it is asked about.
 
-Figures are SQL aggregates over the episodes table, never a scan of traces: an episode row carries
-its trace ids, written in the same transaction that journals the turn (so acknowledged but not yet
-applied turns count) and unlinked when a trace is deleted. There is one row per episode against
-one per trace, and the result has one row per namespace (or per day). Filters are the ownership
-rule's own (:func:`owned_where`); a trace counts on the UTC day its episode started.
+Figures come from ``namespace_days`` (one row per namespace and day), which SQLite triggers on the
+episodes table keep current in the same transaction as the episode's own change (migration 4). An
+episode row carries its trace ids, written in the transaction that journals the turn (so
+acknowledged but not yet applied turns count) and unlinked when a trace is deleted, so the figures
+are exact without ever scanning traces or episodes. Filters are the ownership rule's own
+(:func:`owned_where`); a trace counts on the UTC day its episode started.
 """
 
 from __future__ import annotations
@@ -49,12 +50,11 @@ def _owners_where(owners: Sequence[Namespace] | None) -> str:
 async def namespaces(
     svc: EngineServices, allows: Callable[[Namespace], bool] | None = None
 ) -> list[NamespaceFigures]:
-    """Every namespace holding an episode (``allows`` filters them), newest activity first."""
+    """Every namespace holding a trace or an episode (``allows`` filters them), newest first."""
     sql = (
-        "SELECT owner_agent_kind AS kind, owner_profile_id AS profile, COUNT(*) AS episodes,"
-        " COALESCE(SUM(json_array_length(trace_ids_json)), 0) AS traces,"
-        " MAX(COALESCE(last_turn_ts, started_at)) AS last_ts"
-        " FROM episodes GROUP BY owner_agent_kind, owner_profile_id"
+        "SELECT owner_agent_kind AS kind, owner_profile_id AS profile, SUM(episodes) AS episodes,"
+        " SUM(traces) AS traces, MAX(last_ts) AS last_ts FROM namespace_days"
+        " GROUP BY owner_agent_kind, owner_profile_id HAVING SUM(episodes) > 0 OR SUM(traces) > 0"
     )
     rows = await svc.run_db(lambda: svc.db.query(sql))
     out = []
@@ -76,9 +76,8 @@ async def growth(
 ) -> list[dict[str, Any]]:
     """Traces added per UTC day and the running total, for ``owners`` (``None``: every owner)."""
     sql = (
-        "SELECT strftime('%Y-%m-%d', started_at / 1000, 'unixepoch') AS day,"
-        " SUM(json_array_length(trace_ids_json)) AS added"
-        f" FROM episodes WHERE {_owners_where(owners)} GROUP BY day ORDER BY day"
+        "SELECT day, SUM(traces) AS added FROM namespace_days"
+        f" WHERE {_owners_where(owners)} GROUP BY day ORDER BY day"
     )
     rows = await svc.run_db(lambda: svc.db.query(sql))
     total, out = 0, []

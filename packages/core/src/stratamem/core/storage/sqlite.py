@@ -21,6 +21,9 @@ T = TypeVar("T")
 
 OWNER_COLS = "owner_agent_kind TEXT NOT NULL DEFAULT 'unknown', owner_profile_id TEXT NOT NULL DEFAULT 'default', owner_workspace_id TEXT"
 
+#: the UTC day an episode's traces count on in ``namespace_days`` (the day the episode started)
+_DAY = "strftime('%Y-%m-%d', {row}.started_at / 1000, 'unixepoch')"
+
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     (
         1,
@@ -122,6 +125,46 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             episode_id TEXT, seq INTEGER NOT NULL, content_hash TEXT, created_at INTEGER NOT NULL,
             PRIMARY KEY (session_id, turn_key)
         ) STRICT, WITHOUT ROWID
+        """,
+    ),
+    (
+        4,
+        "namespace figures kept current by triggers on episodes",
+        f"""
+        CREATE TABLE namespace_days (
+            owner_agent_kind TEXT NOT NULL, owner_profile_id TEXT NOT NULL, day TEXT NOT NULL,
+            traces INTEGER NOT NULL DEFAULT 0, episodes INTEGER NOT NULL DEFAULT 0,
+            last_ts INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (owner_agent_kind, owner_profile_id, day)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO namespace_days(owner_agent_kind, owner_profile_id, day, traces, episodes, last_ts)
+            SELECT owner_agent_kind, owner_profile_id, {_DAY.format(row="episodes")},
+                SUM(json_array_length(trace_ids_json)), COUNT(*),
+                MAX(COALESCE(last_turn_ts, started_at))
+            FROM episodes GROUP BY 1, 2, 3;
+        CREATE TRIGGER namespace_days_episode_added AFTER INSERT ON episodes BEGIN
+            INSERT INTO namespace_days(owner_agent_kind, owner_profile_id, day, traces, episodes, last_ts)
+            VALUES (NEW.owner_agent_kind, NEW.owner_profile_id, {_DAY.format(row="NEW")},
+                json_array_length(NEW.trace_ids_json), 1, COALESCE(NEW.last_turn_ts, NEW.started_at))
+            ON CONFLICT (owner_agent_kind, owner_profile_id, day) DO UPDATE SET
+                traces = traces + excluded.traces, episodes = episodes + 1,
+                last_ts = MAX(last_ts, excluded.last_ts);
+        END;
+        CREATE TRIGGER namespace_days_episode_changed
+            AFTER UPDATE OF trace_ids_json, last_turn_ts ON episodes BEGIN
+            UPDATE namespace_days SET
+                traces = traces + json_array_length(NEW.trace_ids_json)
+                    - json_array_length(OLD.trace_ids_json),
+                last_ts = MAX(last_ts, COALESCE(NEW.last_turn_ts, NEW.started_at))
+            WHERE owner_agent_kind = OLD.owner_agent_kind AND owner_profile_id = OLD.owner_profile_id
+                AND day = {_DAY.format(row="OLD")};
+        END;
+        CREATE TRIGGER namespace_days_episode_removed AFTER DELETE ON episodes BEGIN
+            UPDATE namespace_days SET
+                traces = traces - json_array_length(OLD.trace_ids_json), episodes = episodes - 1
+            WHERE owner_agent_kind = OLD.owner_agent_kind AND owner_profile_id = OLD.owner_profile_id
+                AND day = {_DAY.format(row="OLD")};
+        END
         """,
     ),
 )
@@ -391,5 +434,15 @@ def _seq_filter(seqs: Sequence[int] | None) -> tuple[str, tuple[int, ...]]:
 
 
 def _split(script: str) -> list[str]:
-    """Split a migration script into statements (no semicolons inside our literals)."""
-    return [s.strip() for s in script.split(";") if s.strip()]
+    """Split a migration script into statements; a trigger's ``BEGIN … END`` stays whole
+    (``sqlite3.complete_statement`` decides; no semicolons inside our literals)."""
+    out, cur = [], ""
+    for piece in script.split(";"):
+        cur += piece + ";"
+        if sqlite3.complete_statement(cur):
+            if cur.strip(" \n;"):
+                out.append(cur.strip().rstrip(";"))
+            cur = ""
+    if cur.strip(" \n;"):
+        out.append(cur.strip().rstrip(";"))
+    return out
