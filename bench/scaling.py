@@ -13,6 +13,7 @@ import numpy as np
 
 from bench import metrics
 from bench.corpus import AGENT, SyntheticCorpus, load_store, query_texts
+from bench.seed_design import SeedDesign
 from bench.stats import Samples, time_async, time_sync
 
 PRODUCTION_OVERRIDES: dict[str, Any] = {
@@ -31,37 +32,6 @@ class FixedQueryEmbedder:
 
     async def embed_query(self, text: str) -> np.ndarray:
         return self.vec
-
-
-class SeedDesign:
-    """The seed system's recall design (MemOS local plugin: brute-force cosine over SQLite, in
-    process), rebuilt here over the same vectors: each query reads the namespace's embeddings from
-    SQLite and scans them with numpy. The plugin itself is TypeScript; this is its design in
-    Python, measured side by side (the issue allows either)."""
-
-    def __init__(self, path: Path, ids: np.ndarray, matrix: np.ndarray) -> None:
-        import sqlite3
-
-        self.db = sqlite3.connect(path)
-        self.db.execute("CREATE TABLE chunks(id TEXT PRIMARY KEY, owner TEXT, vec BLOB)")
-        self.db.executemany(
-            "INSERT INTO chunks VALUES (?, ?, ?)",
-            ((str(i), AGENT, v.tobytes()) for i, v in zip(ids, matrix, strict=True)),
-        )
-        self.db.commit()
-        self.dim = matrix.shape[1]
-
-    def search(self, qvec: np.ndarray, k: int) -> list[str]:
-        rows = self.db.execute("SELECT id, vec FROM chunks WHERE owner = ?", (AGENT,)).fetchall()
-        if not rows:
-            return []
-        mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, self.dim)
-        scores = mat @ qvec
-        top = np.argsort(-scores)[:k]
-        return [rows[i][0] for i in top]
-
-    def close(self) -> None:
-        self.db.close()
 
 
 def memory_mb() -> dict[str, float]:
@@ -243,6 +213,7 @@ async def run_size(
     ann_threshold: int,
     ann_phase: bool,
     seed: int,
+    footprint: bool = True,
 ) -> dict[str, Any]:
     from stratamem.core.engine.assemble import open_local_core
 
@@ -292,6 +263,20 @@ async def run_size(
             out["disk_mb"] = round(dir_bytes(home / "data") / 1e6, 1)
         finally:
             await core.shutdown()
+        if footprint:
+            # peak memory of recall, the engine and the seed design each in its own process
+            from bench.footprint import compare
+
+            qv = np.stack([np.asarray(embedder.embed_query(t), dtype=np.float32) for t in queries])
+            out["footprint"] = await asyncio.to_thread(
+                compare,
+                home,
+                matrix,
+                qv,
+                queries,
+                model=str(getattr(embedder, "model", "") or "none"),
+                dim=int(matrix.shape[1]),
+            )
         del matrix
     await asyncio.sleep(0)
     return out

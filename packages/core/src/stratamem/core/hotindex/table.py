@@ -221,7 +221,11 @@ class HotTable:
         self._ann_log[col] = []
         try:
             slots = np.flatnonzero(self.has[col][: self.n])
-            mat = self.vecs[col][slots].copy()
+            if len(slots) and int(slots[-1]) == len(slots) - 1:  # every slot has one: no copy
+                # (a write meanwhile may land in this view: the log replays it after the build)
+                mat = self.vecs[col][: len(slots)]
+            else:
+                mat = self.vecs[col][slots]
             ann = Ann(self.dim, self.cfg)
             await asyncio.to_thread(ann.add, slots, mat)
             for op, slot in self._ann_log[col] or []:
