@@ -24,9 +24,10 @@ LOOP_FRAME = "hot_loop"
 
 
 async def hot_loop(
-    core: Any, vecs: list[Any], queries: list[str], seconds: float
+    core: Any, vecs: list[Any], queries: list[str], seconds: float, search_only: bool = False
 ) -> dict[str, Any]:
-    """search without the embed, then turn_start with it, alternately, for ``seconds``."""
+    """search without the embed, then turn_start with it, alternately, for ``seconds`` (only the
+    search with ``search_only``: the per-query fixed cost without the embedder's threads)."""
     from bench.corpus import AGENT
     from bench.scaling import FixedQueryEmbedder
     from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
@@ -55,6 +56,9 @@ async def hot_loop(
             hot=getattr(core, "hot", None),
         )
         await retrieve(ctx)
+        n += 1
+        if search_only:
+            continue
         turn = TurnInput(
             agent=AGENT,
             session_id=f"ft-{n}",
@@ -63,11 +67,10 @@ async def hot_loop(
             namespace=ns,
         )
         await core.turn_start(turn)
-        n += 1
     return {"iterations": n}
 
 
-async def _drive(rows: int, seconds: float, seed: int) -> None:
+async def _drive(rows: int, seconds: float, seed: int, search_only: bool) -> None:
     import numpy as np
 
     from bench.corpus import build_corpus, load_store, query_texts
@@ -88,7 +91,7 @@ async def _drive(rows: int, seconds: float, seed: int) -> None:
                 await reload()
             queries = query_texts(seed, 20)
             vecs = [np.asarray(embedder.embed_query(t), dtype=np.float32) for t in queries]
-            out = await hot_loop(core, vecs, queries, seconds)
+            out = await hot_loop(core, vecs, queries, seconds, search_only)
             print(f"rows={rows} iterations={out['iterations']}", file=sys.stderr)
         finally:
             await core.shutdown()
@@ -131,23 +134,42 @@ def _md(rows: int, total: int, frames: list[tuple[str, int, int]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _commit() -> str:
+    try:
+        got = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+        return got.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.flame", description=__doc__)
     p.add_argument("--rows", default="1000,10000,100000")
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument(
+        "--search-only", action="store_true", help="loop retrieval without the embed alone"
+    )
     p.add_argument("--drive", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     os.environ.setdefault("LANCEDB_LOG", "error")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.drive:
-        asyncio.run(_drive(args.drive, args.seconds, args.seed))
+        asyncio.run(_drive(args.drive, args.seconds, args.seed, args.search_only))
         return 0
     parts = [
         "# Hot-path flame summary",
         "",
-        f"py-spy, {args.seconds:.0f} s of alternating `search` (no embed) and `turn_start` per size;"
+        f"py-spy, {args.seconds:.0f} s of "
+        + (
+            "`search` without the embed"
+            if args.search_only
+            else "alternating `search` (no embed) and `turn_start`"
+        )
+        + f" per size, commit `{_commit()}`;"
         f" load average {os.getloadavg()[0]:.2f} at start. Inclusive = share of loop samples with the"
         " frame on the stack; self = share where it is the leaf.",
         "",
@@ -159,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["-o", str(raw)]
             cmd += ["--", sys.executable, "-m", "bench.flame", "--drive", str(n)]
             cmd += ["--seconds", str(args.seconds), "--seed", str(args.seed), "--out", "-"]
+            cmd += ["--search-only"] if args.search_only else []
             done = subprocess.run(
                 cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
             )
@@ -167,8 +190,11 @@ def main(argv: list[str] | None = None) -> int:
             parts.append(_md(n, total, frames))
             if its:
                 k = int(its[-1].rsplit("=", 1)[1])
+                what = (
+                    "`search` calls" if args.search_only else "iterations (`search` + `turn_start`)"
+                )
                 parts.append(
-                    f"{k} iterations (one `search` + one `turn_start` each) in {args.seconds:.0f} s:"
+                    f"{k} {what} in {args.seconds:.0f} s:"
                     f" {1000 * args.seconds / max(k, 1):.1f} ms per iteration; Python on the loop"
                     f" thread {100 * total / (args.seconds * 200):.0f}% of the wall time (the rest"
                     " waits: LanceDB's native threads, executors, the embedder's threads).\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -110,7 +111,13 @@ def bm25(
 ) -> Scored:
     """BM25 over the stemmed query terms (OR, a repeated token counted each time), like the
     native FTS index it replaces."""
-    return _rows(t, t.lex.bm25(query_tokens(terms, unique=False), mask, limit), memo)
+    return _rows(t, t.lex.bm25(_tokens(tuple(terms), False), mask, limit), memo)
+
+
+@lru_cache(maxsize=4096)
+def _tokens(terms: tuple[str, ...], unique: bool) -> tuple[str, ...]:
+    """``query_tokens`` of a query's terms (analysis is pure: repeated questions skip it)."""
+    return tuple(query_tokens(terms, unique=unique))
 
 
 def pattern_weights(
@@ -127,7 +134,7 @@ def pattern_weights(
     for term in terms:
         df = sum(term_in(term, lows[i], toks[i]) for i in range(len(lows)))
         if t is not None:
-            df += max((t.lex.df(tok) for tok in query_tokens([term])), default=0)
+            df += max((t.lex.df(tok) for tok in _tokens((term,), True)), default=0)
         weights.append(idf(max(n, 1), df))
     return terms, weights
 
@@ -144,7 +151,7 @@ def pattern(
     toks: list[str] = []
     ws: list[float] = []
     for term, w in zip(terms, weights, strict=True):
-        got = query_tokens([term])
+        got = _tokens((term,), True)
         toks.append(got[0] if got else "\x00")
         ws.append(w)
     return _rows(t, t.lex.weighted(toks, ws, mask, limit), memo)
