@@ -1,17 +1,60 @@
 """Capture: acknowledged ``turn_end`` latency (journal), background throughput to searchable, and the
-time from the acknowledgement to the row being applied (vector + text searchable in LanceDB)."""
+time from the acknowledgement to the row being applied (vector + text searchable in LanceDB).
+
+The floor under a durable ack is the disk's fsync: a bare fsync'd SQLite commit (WAL,
+``synchronous=FULL``, one 3 KB row, its own connection and thread, on the same disk) is measured
+interleaved with the acks of the same run, so the ack's own cost reads as ack minus bare commit."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from bench.corpus import AGENT
 from bench.longmem import conversation_stream
 from bench.stats import summarize
+
+
+class BareCommit:
+    """The baseline: one fsync'd SQLite commit of a journal-sized row, nothing else."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, payload TEXT)")
+        self.exec = ThreadPoolExecutor(1, thread_name_prefix="bench-bare-commit")
+        self.payload = "x" * 3000
+
+    def _commit(self) -> float:
+        t0 = time.perf_counter()
+        self.db.execute("BEGIN IMMEDIATE")
+        self.db.execute("INSERT INTO t(payload) VALUES (?)", (self.payload,))
+        self.db.execute("COMMIT")
+        return (time.perf_counter() - t0) * 1000
+
+    async def timed(self) -> float:
+        return await asyncio.get_running_loop().run_in_executor(self.exec, self._commit)
+
+    def close(self) -> None:
+        self.exec.shutdown(wait=True)
+        self.db.close()
+
+
+def _vs_bare(acks: list[float], bare: list[float]) -> dict[str, Any]:
+    a, b = summarize(acks), summarize(bare)
+    return {
+        "bare_commit_ms": b.as_dict(),
+        "ack_minus_bare_ms": {
+            "p50": round(a.median - b.median, 3),
+            "p95": round(a.p95 - b.p95, 3),
+        },
+    }
 
 
 async def _search_p50(core: Any, ns: Any, texts: list[str]) -> dict[str, Any]:
@@ -81,8 +124,9 @@ async def run_capture(
 
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-capture-") as tmp:
-        core = await open_local_core(Path(tmp), embedder=embedder)
+        core = await open_local_core(Path(tmp) / "home", embedder=embedder)
         core.bus.add_observer(observe)
+        bare = BareCommit(Path(tmp) / "bare.db")
         try:
 
             async def end(i: int) -> tuple[float, str]:
@@ -101,8 +145,9 @@ async def run_capture(
                 return t0, ack.trace_id
 
             # paced: one turn every 100 ms, as an agent does; the writer keeps up
-            acks, to_applied, acked_at = [], [], {}
+            acks, to_applied, acked_at, bare_ms = [], [], {}, []
             for i in range(paced_turns):
+                bare_ms.append(await bare.timed())
                 t0, tid = await end(i)
                 t1 = time.perf_counter()
                 acks.append((t1 - t0) * 1000)
@@ -116,16 +161,21 @@ async def run_capture(
             out["paced"] = {
                 "turns": paced_turns,
                 "ack_ms": summarize(acks[warm:]).as_dict(),
+                **_vs_bare(acks[warm:], bare_ms[warm:]),
                 "ack_to_applied_ms": summarize(to_applied[warm:]).as_dict(),
             }
             # burst: back to back, the writer batches behind; searchable throughput
+            # (a bare commit after every 4th ack, off the clock, samples the disk meanwhile)
             burst_acks: list[float] = []
+            burst_bare: list[float] = []
             start = time.perf_counter()
             last_tid = ""
             for i in range(paced_turns, paced_turns + burst_turns):
                 t0, last_tid = await end(i)
                 burst_acks.append((time.perf_counter() - t0) * 1000)
-            acked_s = time.perf_counter() - start
+                if i % 4 == 3:
+                    burst_bare.append(await bare.timed())
+            acked_s = time.perf_counter() - start - sum(burst_bare) / 1000
             await core.flush(300)
             drained_s = time.perf_counter() - start
             # proof the last burst turn is searchable (FTS + vector over LanceDB, nothing pending)
@@ -134,6 +184,7 @@ async def run_capture(
             out["burst"] = {
                 "turns": burst_turns,
                 "ack_ms": summarize(burst_acks).as_dict(),
+                **_vs_bare(burst_acks, burst_bare),
                 "acks_per_s": round(burst_turns / acked_s, 1),
                 "searchable_per_s": round(burst_turns / drained_s, 1),
                 "drain_after_last_ack_s": round(drained_s - acked_s, 2),
@@ -145,5 +196,6 @@ async def run_capture(
                 "memory); ack_to_applied is when its vector is in LanceDB"
             )
         finally:
+            bare.close()
             await core.shutdown()
     return out

@@ -121,7 +121,8 @@ def headline(res: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]
                 "value": f"{fmt(cap['paced']['ack_ms']['median'])} / {fmt(p95)} ms",
                 "target": "p95 ≤ 5 ms",
                 "verdict": _verdict(p95 <= TARGETS["capture_ack_p95_ms"]),
-                "note": f"paced turns; burst p95 {fmt(cap['burst']['ack_ms']['p95'])} ms",
+                "note": f"paced turns; burst p95 {fmt(cap['burst']['ack_ms']['p95'])} ms"
+                + _bare_note(cap),
             }
         )
         fl = cap.get("flush_per_turn")
@@ -335,6 +336,31 @@ def hot_path(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _bare_rows(phase: dict[str, Any], name: str) -> list[list[str]]:
+    """The disk's floor under a durable ack, measured interleaved in the same run."""
+    if "bare_commit_ms" not in phase:
+        return []
+    d = phase["ack_minus_bare_ms"]
+    return [
+        [
+            f"bare fsync'd SQLite commit, same disk, interleaved ({name})",
+            _cell(phase["bare_commit_ms"]),
+        ],
+        [f"ack minus bare commit ({name}) p50 / p95", f"{fmt(d['p50'])} / {fmt(d['p95'])} ms"],
+    ]
+
+
+def _bare_note(cap: dict[str, Any]) -> str:
+    p, b = cap["paced"], cap["burst"]
+    if "bare_commit_ms" not in p:
+        return ""
+    return (
+        f"; a bare fsync'd SQLite commit on the same disk p95 {fmt(p['bare_commit_ms']['p95'])} "
+        f"(paced) / {fmt(b['bare_commit_ms']['p95'])} ms (burst), ack minus bare p95 "
+        f"{fmt(p['ack_minus_bare_ms']['p95'])} / {fmt(b['ack_minus_bare_ms']['p95'])} ms"
+    )
+
+
 def _flush_rows(f: dict[str, Any] | None) -> list[list[str]]:
     """A flush per turn (one LanceDB fragment and version each): search before/after optimize."""
     if not f:
@@ -516,11 +542,13 @@ def render(res: dict[str, Any]) -> str:
                 ["figure", "value"],
                 [
                     [f"turn_end ack, paced ({p['turns']} turns, 1 per 100 ms)", _cell(p["ack_ms"])],
+                    *_bare_rows(p, "paced"),
                     [
                         "ack → applied in LanceDB (vector searchable), paced",
                         _cell(p["ack_to_applied_ms"]),
                     ],
                     [f"turn_end ack, burst ({b['turns']} back to back)", _cell(b["ack_ms"])],
+                    *_bare_rows(b, "burst"),
                     ["acks per second (burst)", str(b["acks_per_s"])],
                     [
                         "turns per second to searchable (burst, until the journal drained)",

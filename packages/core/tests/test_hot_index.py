@@ -3,6 +3,7 @@ deletes, rebuild from LanceDB + the journal at restart, and the ANN graph above 
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -171,5 +172,49 @@ async def test_ann_graph_keeps_recall_against_exact_and_reflects_deletes(tmp_pat
         assert store.hot.tables["traces"].live == 1540 - 5
         await store.hot.settle()  # the graph builds in the background after open
         assert store.hot.tables["traces"].ann["vec_summary"] is not None
+    finally:
+        store.close()
+
+
+async def test_a_large_upsert_yields_the_loop_between_hot_index_slices(tmp_path: Path) -> None:
+    # a journal batch is indexed in slices: another coroutine (an ack, a search) runs in between
+    dim = 8
+    store = await LanceStore(tmp_path, dim, "m", {}).open()
+    try:
+        assert store.hot is not None
+        t = store.hot.tables["traces"]
+        seen: list[int] = []
+        done = False
+
+        async def watch() -> None:
+            while not done:
+                seen.append(t.live)
+                await asyncio.sleep(0)
+
+        watcher = asyncio.create_task(watch())
+        rows = [_row(i, np.ones(dim, dtype=np.float32), "alpha") for i in range(64)]
+        await store.upsert("traces", rows)
+        done = True
+        await watcher
+        assert t.live == 64
+        assert any(0 < n < 64 for n in seen)  # the loop ran while the batch was half indexed
+    finally:
+        store.close()
+
+
+async def test_an_update_during_a_sliced_upsert_lands_after_it(tmp_path: Path) -> None:
+    # the update of a row whose batch is still being indexed is not overwritten by that batch
+    dim = 8
+    store = await LanceStore(tmp_path, dim, "m", {}).open()
+    try:
+        assert store.hot is not None
+        t = store.hot.tables["traces"]
+        rows = [_row(i, np.ones(dim, dtype=np.float32), "alpha") for i in range(64)]
+        writing = asyncio.create_task(store.upsert("traces", rows))
+        while not writing.done() and t.live == 0:
+            await asyncio.sleep(0)
+        await store.update("traces", "tr_alpha_63", {"priority": 0.9})
+        await writing
+        assert t.full_row(t.slot_of["tr_alpha_63"])["priority"] == pytest.approx(0.9)
     finally:
         store.close()
