@@ -211,7 +211,9 @@ async def test_an_update_during_a_sliced_upsert_lands_after_it(tmp_path: Path) -
         t = store.hot.tables["traces"]
         rows = [_row(i, np.ones(dim, dtype=np.float32), "alpha") for i in range(64)]
         writing = asyncio.create_task(store.upsert("traces", rows))
-        while not writing.done() and t.live == 0:
+        for _ in range(100_000):  # until the batch is in LanceDB and its first slice indexed
+            if writing.done() or t.live:
+                break
             await asyncio.sleep(0)
         await store.update("traces", "tr_alpha_63", {"priority": 0.9})
         await writing
