@@ -234,6 +234,18 @@ DEFAULTS: dict[str, Any] = {
         "neighbour_expand_top": 10,
         #: a trace told inside the time window the query names ("in May 2023", "last week") gains this
         "time_window_weight": 0.5,
+        #: tier 2 injects nothing unless a candidate reaches this cosine to the query, or holds
+        #: ``relevance_floor_coverage`` of the query's idf weight, or an exact identifier
+        #: (retrieval/floor.py; -1 turns the floor off)
+        "relevance_floor_cosine": -1.0,
+        "relevance_floor_coverage": 0.6,
+        #: Stratamem: tier 2 scales its vector pool (top_k × candidate_pool_factor) and its BM25
+        #: pool (keyword_top_k) by this (a wider pool costs ~nothing on the hot index; LoCoMo hit@10
+        #: 0.879 -> 0.882, long-memory set unchanged)
+        "trace_pool_scale": 2.0,
+        #: Stratamem: with an LLM configured, restate the query as up to 3 search queries before
+        #: recall (retrieval/llm_rewrite.py); off by default: one more LLM round trip per recall
+        "llm_query_rewrite": False,
     },
     "storage": {
         "fts_tokenizer": "trigram",

@@ -40,8 +40,10 @@ from stratamem.core.retrieval.expand import (
     spans_where,
 )
 from stratamem.core.retrieval.filters import TraceFilter, simple_where, visible_context
+from stratamem.core.retrieval.floor import floor_traces
 from stratamem.core.retrieval.guidance import collect_guidance
 from stratamem.core.retrieval.llm_filter import FilterResult, llm_filter
+from stratamem.core.retrieval.llm_rewrite import llm_rewrite, widen
 from stratamem.core.retrieval.plan import Plan, make_plan
 from stratamem.core.retrieval.query import CompiledQuery, compile_query
 from stratamem.core.retrieval.rank import Ranked, RankParams, rank
@@ -137,6 +139,8 @@ class _Run:
         self.now = ctx.now_ms if ctx.now_ms is not None else now_ms()
         self.min_sim = float(setting(self.cfg, "min_trace_sim"))
         self.filtered: FilterResult | None = None
+        #: search queries an LLM added to the query (retrieval/llm_rewrite.py), empty offline
+        self.rewrites: list[str] = []
         self.hot = ctx.hot
 
     def s(self, key: str) -> Any:
@@ -249,8 +253,9 @@ class _Run:
         flt = self.trace_filter()
         pending = [dict(r) for r in self.ctx.pending_traces if "id" in r]
         k = self.plan.caps[2]
-        vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
-        kw_pool = max(k, int(self.s("keyword_top_k")))
+        wide = float(self.s("trace_pool_scale"))  # traces draw a wider pool than the small tiers
+        vec_pool = max(k, math.ceil(k * float(self.s("candidate_pool_factor")) * wide))
+        kw_pool = max(k, math.ceil(int(self.s("keyword_top_k")) * wide))
         personal = self.profile == "personal_fact"
         use_action = not self.lightweight and not personal
         opts: dict[str, Any] = {
@@ -293,6 +298,7 @@ class _Run:
                 pool.items.values(), key=lambda c: min(r for r, _ in c.channels.values())
             )[:cap]
             pool.items = {c.ref_id: c for c in keep}
+        floor_traces(pool, self.cq.terms, self.qvec, self.hot, self.cfg)
         half_life = float(setting(self.cfg, "decay_half_life_days", "reward"))
         weight = 0.0 if personal else min(float(self.s("weight_priority")), 0.3)
         for c in pool.items.values():
@@ -348,7 +354,8 @@ class _Run:
                     hot, hc.trace_mask(hot, flt), seeds, NEIGHBOUR_WINDOW_MS
                 )
 
-        window = time_window(self.cq.text, self.now, self.ctx.tz_offset_minutes)
+        said = "\n".join([self.cq.text, *self.rewrites])
+        window = time_window(said, self.now, self.ctx.tz_offset_minutes)
         if window is not None:  # the memories told in the window join the pool
             span: list[Span] = [window.span()]
             told: list[Mapping[str, Any]] = list(await fetch(span, "time_window"))
@@ -388,9 +395,19 @@ class _Run:
 
     async def collect(self) -> None:
         emb = self.ctx.embedder
+        rewrite = await llm_rewrite(
+            self.cq.text, llm=self.ctx.llm, config=self.cfg, remaining_s=self.dl.remaining()
+        )
+        self.rewrites = rewrite.queries
+        self.cq = widen(self.cq, self.rewrites)
         if emb is not None:
             text = self.cq.text
             self.qvec = await self.dl.run("embed", lambda: _embed(emb, text))
+            if self.rewrites and self.qvec is not None:  # the rewrites' meaning joins the query's
+                extra = "\n".join(self.rewrites)
+                also = await self.dl.run("embed_rewrite", lambda: _embed(emb, extra))
+                if also is not None:
+                    self.qvec = unit(self.qvec + also)
         jobs = []
         if 1 in self.plan.tiers:
             jobs.append(self.tier1())
