@@ -415,7 +415,11 @@ class _Run:
             jobs.append(self.tier2())
         if 3 in self.plan.tiers:
             jobs.append(self.tier3())
-        await asyncio.gather(*jobs)
+        if self.hot is not None:  # in-memory tiers never wait: inline, in the order gather runs them
+            for job in jobs:
+                await job
+        else:
+            await asyncio.gather(*jobs)
 
     def rank(self) -> list[Ranked]:
         cands: list[Candidate] = []
