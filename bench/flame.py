@@ -53,7 +53,7 @@ async def hot_loop(
             deadline=time.monotonic() + 30,
             tiers=scheduled_tiers(query),
             store=store,
-            hot=getattr(core, "hot", None),
+            hot=core.store.hot,
         )
         await retrieve(ctx)
         n += 1
@@ -86,9 +86,10 @@ async def _drive(rows: int, seconds: float, seed: int, search_only: bool) -> Non
             await load_store(core.store, corpus, rows)
             await core.store.ensure_fts("traces")
             await core.store.optimize()
-            reload = getattr(getattr(core, "hot", None), "reload", None)
-            if reload is not None:
-                await reload()
+            # the rows were written behind the store's back: rebuild the in-memory mirror (as at a
+            # restart); an earlier version looked for it on the core, found nothing and profiled
+            # the LanceDB path instead of the served one
+            await core.store.reload_hot()
             queries = query_texts(seed, 20)
             vecs = [np.asarray(embedder.embed_query(t), dtype=np.float32) for t in queries]
             out = await hot_loop(core, vecs, queries, seconds, search_only)
