@@ -103,3 +103,36 @@ def test_render_writes_every_section_present() -> None:
     ):
         assert heading in md
     assert "100,000 flat" in md
+
+
+def test_hot_path_ratios_fixed_overhead_memory_and_flush_reads_get_verdicts() -> None:
+    res = _result(20.0, 3.0, 1_000)
+    sizes = res["scaling"]["sizes"]  # type: ignore[index]
+    sizes[0]["flat"]["latency_ms"]["seed_bruteforce_sqlite"] = _lat(12.0, 14.0)
+    sizes[0]["footprint"] = {
+        "engine": {"VmHWM": 210.0, "VmRSS": 200.0, "p50_ms": 1.0},
+        "seed_design": {"VmHWM": 35.0, "VmRSS": 35.0, "p50_ms": 1.2},
+        "peak_ratio": 6.0,
+    }
+    small = {**sizes[0], "rows": 10, "footprint": None}
+    small["flat"] = {**sizes[0]["flat"], "latency_ms": {"retrieval_no_embed": _lat(0.8, 1.0)}}
+    sizes.insert(0, small)
+    shape = {"fragments": 150, "version": 300}
+    res["capture"]["flush_per_turn"] = {  # type: ignore[index]
+        "turns": 150,
+        "fragmented": {"table": shape, "search_ms": _lat(1.1, 2.0)},
+        "optimized": {"table": {"fragments": 2}, "search_ms": _lat(1.0, 1.5)},
+    }
+    by = {r["figure"]: r for r in headline(res)[0]}
+    fixed = by["fixed overhead: retrieval without the embed over 10 traces, p50"]
+    assert fixed["verdict"] == "**met**" and fixed["value"] == "0.80 ms"
+    numpy = by["retrieval without the embed / exact numpy, p50"]
+    assert numpy["value"] == "1.50× at 1,000" and numpy["verdict"] == "**met**"
+    seed = by["retrieval without the embed / the seed design (SQLite brute force), p50"]
+    assert seed["value"] == "0.25× at 1,000" and seed["verdict"] == "**met**"
+    mem = by["peak memory, engine / seed design at 1,000 traces"]
+    assert mem["verdict"].startswith("**missed** vs the Python seed design")
+    assert mem["verdict"].endswith("**met** vs the plugin")  # 210 MB vs 180 MiB
+    flush = by["search after a flush per turn / after optimize (p50)"]
+    assert flush["verdict"] == "**met**"
+    assert "peak RSS engine / seed design" in render(res)
