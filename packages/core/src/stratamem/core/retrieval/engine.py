@@ -415,7 +415,8 @@ class _Run:
             jobs.append(self.tier2())
         if 3 in self.plan.tiers:
             jobs.append(self.tier3())
-        if self.hot is not None:  # in-memory tiers never wait: inline, in the order gather runs them
+        if self.hot is not None:
+            # in-memory tiers never wait: inline, in the order gather would run them
             for job in jobs:
                 await job
         else:
