@@ -1,5 +1,14 @@
-"""gRPC overhead: the same ``search`` in-process, over the owner's Unix socket and over TCP loopback
-(``stratamem serve`` in its own process, as deployed); overhead = remote minus in-process."""
+"""gRPC overhead: the same ``search`` (and ``health``) in-process and against ``stratamem serve`` in
+its own process (as deployed) over the owner's Unix socket and TCP loopback; overhead = remote minus
+in-process, p50 and p95.
+
+Every call is interleaved: one home is built, copied twice, and opened at once in-process (in this
+process) and by a served process, so each iteration runs in-process, Unix socket and TCP loopback
+back to back (in a rotating order) under the same machine load. Two floors are measured in the same
+iterations: a bare grpcio unary echo (its own process, no interceptor, the size of a search reply)
+over both transports, the transport's own cost; and a second served copy with its file logs off
+(``logging.file: false``), what the service's log lines cost on the wire path.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +16,41 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from bench.corpus import AGENT, SyntheticCorpus, load_store
-from bench.stats import Samples, time_async
+from bench.stats import Samples, summarize, time_async
 
 QUERY = "What did I say about my commute and the tram?"
+
+#: a grpcio aio server echoing raw bytes (no interceptors, no protobuf): the transport's floor
+_ECHO_SERVER = r"""
+import asyncio, json, sys
+import grpc
+
+async def main():
+    async def echo(request, context):
+        return request
+    handler = grpc.method_handlers_generic_handler(
+        "bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}
+    )
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    server.add_insecure_port("unix:" + sys.argv[1])
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print(json.dumps({"socket": sys.argv[1], "tcp": f"127.0.0.1:{port}"}), flush=True)
+    await server.wait_for_termination()
+
+asyncio.run(main())
+"""
 
 
 def _serve_cmd(home: Path) -> list[str]:
@@ -34,102 +67,121 @@ def _serve_cmd(home: Path) -> list[str]:
     return [*base, "serve", "--home", str(home), "--listen", "127.0.0.1:0"]
 
 
-async def _inprocess(
-    home: Path, corpus: SyntheticCorpus, rows: int, n: int, warmup: int
-) -> dict[str, Any]:
-    from stratamem.contract.dtos import Namespace, RetrievalQuery
+async def _start(cmd: list[str]) -> tuple[asyncio.subprocess.Process, dict[str, Any]]:
+    env = dict(os.environ, LANCEDB_LOG="error")
+    proc = await asyncio.create_subprocess_exec(
+        *cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    assert proc.stdout is not None
+    info = json.loads(await asyncio.wait_for(proc.stdout.readline(), 180))
+    return proc, info
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(proc.wait(), 30)
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
+
+
+async def _build_home(home: Path, corpus: SyntheticCorpus, rows: int) -> None:
     from stratamem.core.embedding import load_embedder
     from stratamem.core.engine.assemble import open_local_core
 
-    ns = Namespace(agent_kind=AGENT)
     core = await open_local_core(home, embedder=load_embedder({}))
     try:
-        if rows:
-            await load_store(core.store, corpus, rows)
-            await core.store.ensure_fts("traces")
-            await core.store.optimize()
-        q = RetrievalQuery(agent=AGENT, query=QUERY, namespace=ns)
-        s = Samples()
-        for i in range(warmup + n):
-            ms, _ = await time_async(lambda: core.search(q))
-            ms2, _ = await time_async(core.health)
-            if i >= warmup:
-                s.add("search", ms)
-                s.add("health", ms2)
-        return dict(s.data)
+        await load_store(core.store, corpus, rows)
+        await core.store.ensure_fts("traces")
+        await core.store.optimize()
     finally:
         await core.shutdown()
 
 
-async def _remote(targets: dict[str, str], n: int, warmup: int) -> dict[str, Any]:
-    """Each transport in turn per iteration, so machine noise hits them alike."""
-    from stratamem.contract.dtos import Namespace, RetrievalQuery
-    from stratamem.contract.remote import RemoteCore
-
-    ns = Namespace(agent_kind=AGENT)
-    q = RetrievalQuery(agent=AGENT, query=QUERY, namespace=ns)
-    samples = {name: Samples() for name in targets}
-    clients = {name: RemoteCore(t) for name, t in targets.items()}
-    try:
-        for i in range(warmup + n):
-            for name, rc in clients.items():
-                ms, _ = await time_async(lambda rc=rc: rc.search(q))
-                ms2, _ = await time_async(rc.health)
-                if i >= warmup:
-                    samples[name].add("search", ms)
-                    samples[name].add("health", ms2)
-    finally:
-        for rc in clients.values():
-            await rc.shutdown()
-    return {name: dict(s.data) for name, s in samples.items()}
-
-
-async def _serve_round(home: Path, n: int, warmup: int) -> dict[str, Any]:
-    env = dict(os.environ, LANCEDB_LOG="error")
-    proc = await asyncio.create_subprocess_exec(
-        *_serve_cmd(home), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-    )
-    try:
-        assert proc.stdout is not None
-        info = json.loads(await asyncio.wait_for(proc.stdout.readline(), 120))
-        targets = {"unix_socket": f"unix:{info['socket']}", "tcp_loopback": info["tcp"]}
-        return await _remote(targets, n, warmup)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), 30)
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-
-
-def _merge(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    from bench.stats import summarize
-
-    out: dict[str, Any] = {}
-    for name in rounds[0]:
-        out[name] = {
-            call: summarize([x for r in rounds for x in r[name][call]]).as_dict()
-            for call in rounds[0][name]
-        }
-    return out
+def _without_file_logs(home: Path) -> None:
+    """The second served copy writes no log files (A/B of the service's log lines)."""
+    cfg = home / "config.yaml"
+    text = cfg.read_text() if cfg.exists() else ""
+    cfg.write_text(text + "\nlogging:\n  file: false\n")
 
 
 async def run_grpc(
-    corpus: SyntheticCorpus, rows: int, n: int, warmup: int, rounds: int = 3
+    corpus: SyntheticCorpus, rows: int, n: int, warmup: int, rounds: int = 1
 ) -> dict[str, Any]:
-    """``rounds`` alternating blocks (in-process, then served) so load drift hits both sides."""
-    out: dict[str, Any] = {"rows": rows, "query": QUERY, "rounds": rounds}
-    per = max(1, n // rounds)
-    local_rounds: list[dict[str, Any]] = []
-    remote_rounds: list[dict[str, Any]] = []
+    """``n`` interleaved iterations (after ``warmup``); ``rounds`` is kept for callers, unused."""
+    import grpc
+
+    from stratamem.contract import codec
+    from stratamem.contract.dtos import Namespace, RetrievalQuery
+    from stratamem.contract.remote import RemoteCore
+    from stratamem.core.embedding import load_embedder
+    from stratamem.core.engine.assemble import open_local_core
+
+    ns = Namespace(agent_kind=AGENT)
+    q = RetrievalQuery(agent=AGENT, query=QUERY, namespace=ns)
+    out: dict[str, Any] = {"rows": rows, "query": QUERY, "iterations": n, "interleaved": True}
     with tempfile.TemporaryDirectory(prefix="bench-grpc-") as tmp:
-        home = Path(tmp)
-        for i in range(rounds):
-            local_rounds.append(await _inprocess(home, corpus, rows if i == 0 else 0, per, warmup))
-            remote_rounds.append(await _serve_round(home, per, warmup))
-    out["in_process"] = _merge([{"in_process": r} for r in local_rounds])["in_process"]
-    out.update(_merge(remote_rounds))
+        root = Path(tmp)
+        await _build_home(root / "src", corpus, rows)
+        for name in ("local", "served", "served-nologs"):
+            shutil.copytree(root / "src", root / name)
+        _without_file_logs(root / "served-nologs")
+        procs: list[asyncio.subprocess.Process] = []
+        clients: dict[str, RemoteCore] = {}
+        channels: list[grpc.aio.Channel] = []
+        core = await open_local_core(root / "local", embedder=load_embedder({}))
+        try:
+            served, info = await _start(_serve_cmd(root / "served"))
+            procs.append(served)
+            quiet, qinfo = await _start(_serve_cmd(root / "served-nologs"))
+            procs.append(quiet)
+            echo, einfo = await _start(
+                [sys.executable, "-c", _ECHO_SERVER, str(root / "echo.sock")]
+            )
+            procs.append(echo)
+            clients = {
+                "unix_socket": RemoteCore(f"unix:{info['socket']}"),
+                "tcp_loopback": RemoteCore(info["tcp"]),
+                "unix_socket_no_file_logs": RemoteCore(f"unix:{qinfo['socket']}"),
+            }
+            reply = codec.to_proto(await core.search(q)).ByteSize()
+            payload = b"x" * reply
+            echoes: dict[str, Callable[[], Awaitable[Any]]] = {}
+            for name, target in (
+                ("bare_grpc_unix", f"unix:{einfo['socket']}"),
+                ("bare_grpc_tcp", einfo["tcp"]),
+            ):
+                ch = grpc.aio.insecure_channel(target)
+                channels.append(ch)
+                call = ch.unary_unary("/bench.Echo/Echo")
+                echoes[name] = lambda call=call: call(payload, timeout=30)
+            calls: list[tuple[str, str, Callable[[], Awaitable[Any]]]] = [
+                ("in_process", "search", lambda: core.search(q)),
+                ("in_process", "health", core.health),
+            ]
+            for name, rc in clients.items():
+                calls += [(name, "search", lambda rc=rc: rc.search(q)), (name, "health", rc.health)]
+            calls += [(name, "echo", fn) for name, fn in echoes.items()]
+            samples = {name: Samples() for name, _, _ in calls}
+            for i in range(warmup + n):
+                k = i % len(calls)  # rotate the order so no transport always goes first
+                for name, call_name, fn in calls[k:] + calls[:k]:
+                    ms, _ = await time_async(fn)
+                    if i >= warmup:
+                        samples[name].add(call_name, ms)
+        finally:
+            for rc in clients.values():
+                await rc.shutdown()
+            for ch in channels:
+                await ch.close()
+            for proc in procs:
+                await _stop(proc)
+            await core.shutdown()
+    for name, s in samples.items():
+        out[name] = {call: summarize(v).as_dict() for call, v in s.data.items()}
+    out["reply_bytes"] = reply
     base = out["in_process"]
     out["overhead_ms"] = {
         name: {
@@ -139,6 +191,10 @@ async def run_grpc(
             }
             for call in ("search", "health")
         }
-        for name in ("unix_socket", "tcp_loopback")
+        for name in clients
+    }
+    out["bare_grpc_ms"] = {
+        "unix_socket": out.pop("bare_grpc_unix")["echo"],
+        "tcp_loopback": out.pop("bare_grpc_tcp")["echo"],
     }
     return out

@@ -152,9 +152,18 @@ def headline(res: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]
                 f"{fmt(gr['overhead_ms']['tcp_loopback']['search']['p95'])} ms",
                 "target": "≤ 1 ms",
                 "verdict": _verdict(worst <= TARGETS["grpc_overhead_p95_ms"]),
-                "note": "remote minus in-process p95 of the same search; smallest call (health) "
-                f"p50 overhead {fmt(gr['overhead_ms']['unix_socket']['health']['p50'])} / "
-                f"{fmt(gr['overhead_ms']['tcp_loopback']['health']['p50'])} ms",
+                "note": "remote minus in-process p95 of the same search, interleaved per call; p50 "
+                f"{fmt(gr['overhead_ms']['unix_socket']['search']['p50'])} / "
+                f"{fmt(gr['overhead_ms']['tcp_loopback']['search']['p50'])} ms; smallest call "
+                f"(health) p50 overhead {fmt(gr['overhead_ms']['unix_socket']['health']['p50'])} / "
+                f"{fmt(gr['overhead_ms']['tcp_loopback']['health']['p50'])} ms"
+                + (
+                    f"; a bare grpcio unary of the same reply size p50 "
+                    f"{fmt(gr['bare_grpc_ms']['unix_socket']['median'])} / "
+                    f"{fmt(gr['bare_grpc_ms']['tcp_loopback']['median'])} ms"
+                    if "bare_grpc_ms" in gr
+                    else ""
+                ),
             }
         )
     q = res.get("quality")
@@ -568,10 +577,17 @@ def render(res: dict[str, Any]) -> str:
             "",
             "## gRPC overhead",
             "",
-            f"The same `search` (`{gr['query']}`, {gr['rows']:,} traces) in-process, then against "
-            "`stratamem serve` in its own process over the owner's Unix socket and TCP loopback "
-            f"(transports interleaved per call), in {gr.get('rounds', 1)} alternating rounds so load drift "
-            "hits both sides. `health` is the smallest unary call.",
+            f"The same `search` (`{gr['query']}`, {gr['rows']:,} traces) and `health` (the "
+            "smallest unary call) in-process and against `stratamem serve` in its own process over "
+            "the owner's Unix socket and TCP loopback"
+            + (
+                f", every call interleaved ({gr['iterations']} iterations, rotating order; one home "
+                "copied, opened in-process and served at once). Floors in the same iterations: a bare "
+                f"grpcio unary echo of the reply's size ({gr['reply_bytes']:,} bytes, its own process), "
+                "and a second served copy with its log files off."
+                if gr.get("interleaved")
+                else f", in {gr.get('rounds', 1)} alternating rounds."
+            ),
             "",
             _table(
                 [
@@ -583,7 +599,7 @@ def render(res: dict[str, Any]) -> str:
                 ],
                 [
                     [
-                        name,
+                        name.replace("_", " "),
                         _cell(gr[name]["search"]),
                         _cell(gr[name]["health"]),
                     ]
@@ -593,7 +609,24 @@ def render(res: dict[str, Any]) -> str:
                         else f"{fmt(gr['overhead_ms'][name][c]['p50'])} / {fmt(gr['overhead_ms'][name][c]['p95'])}"
                         for c in ("search", "health")
                     ]
-                    for name in ("in_process", "unix_socket", "tcp_loopback")
+                    for name in (
+                        "in_process",
+                        "unix_socket",
+                        "tcp_loopback",
+                        "unix_socket_no_file_logs",
+                    )
+                    if name in gr
+                ]
+                + [
+                    [
+                        f"bare grpcio unary echo, {t.replace('_', ' ')}",
+                        _cell(gr["bare_grpc_ms"][t]),
+                        "–",
+                        "–",
+                        "–",
+                    ]
+                    for t in ("unix_socket", "tcp_loopback")
+                    if "bare_grpc_ms" in gr
                 ],
             ),
         ]

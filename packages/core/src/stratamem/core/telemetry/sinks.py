@@ -48,12 +48,25 @@ def _private(path: Path) -> None:
         path.chmod(0o600)
 
 
+class SizeRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """``RotatingFileHandler`` without its two ``stat`` calls per record (they guard against
+    rotating a device or a FIFO; our sinks are regular files we created) and formatting once."""
+
+    def shouldRollover(self, record: logging.LogRecord) -> bool:
+        if self.stream is None:
+            self.stream = self._open()
+        if self.maxBytes <= 0:
+            return False
+        self.stream.seek(0, 2)  # another process may have appended
+        return bool(self.stream.tell() + len(record.getMessage()) + 1 >= self.maxBytes)
+
+
 def rotating_file(
     path: Path, *, max_bytes: int, backups: int, compress: bool = True
 ) -> logging.Handler:
     """Size-rotated file; rotated files are gzip-compressed; at most ``backups`` are kept."""
     _private(path)
-    handler = logging.handlers.RotatingFileHandler(
+    handler = SizeRotatingFileHandler(
         path, maxBytes=max(1024, max_bytes), backupCount=max(1, backups), encoding="utf-8"
     )
     if compress:

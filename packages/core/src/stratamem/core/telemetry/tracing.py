@@ -15,8 +15,17 @@ from opentelemetry import trace
 _exporters: set[str] = set()
 
 
+_tracer: list[Any] = [None, None]  # [provider, its tracer]
+
+
 def tracer() -> trace.Tracer:
-    return trace.get_tracer("stratamem.core")
+    """The ``stratamem.core`` tracer of the current provider, built once per provider (every
+    pipeline stage and RPC opens a span; ``get_tracer`` builds a new tracer object each call)."""
+    provider = trace.get_tracer_provider()
+    if _tracer[0] is not provider:
+        _tracer[0], _tracer[1] = provider, provider.get_tracer("stratamem.core")
+    out: trace.Tracer = _tracer[1]
+    return out
 
 
 @contextmanager
