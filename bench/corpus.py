@@ -161,7 +161,7 @@ async def load_store(
     store: Any, corpus: SyntheticCorpus, total: int, chunk: int = 25_000
 ) -> np.ndarray:
     """Append ``total`` rows to ``store``'s traces table; returns the (total, dim) vector matrix."""
-    tbl = store.table("traces")
+    tbl = store.maintenance_table("traces", "bench.load")
     schema = await tbl.schema()
     mats = []
     for start, n in chunks(total, chunk):

@@ -32,10 +32,14 @@ async def hot_loop(
     from bench.scaling import FixedQueryEmbedder
     from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
     from stratamem.core.retrieval.engine import RetrievalContext, retrieve, scheduled_tiers
+    from stratamem.core.storage.ownership import Scope
 
     ns = Namespace(agent_kind=AGENT)
     store = core.store
-    tables = {n: store.table(n) for n in ("traces", "policies", "world_models", "skills")}
+    tables = {
+        n: store.scoped(n, Scope.visible(ns))
+        for n in ("traces", "policies", "world_models", "skills")
+    }
     t_end = time.monotonic() + seconds
     n = 0
     while time.monotonic() < t_end:

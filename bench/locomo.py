@@ -233,7 +233,7 @@ async def baselines(
     """BM25 over each memory's text, cosine over the very vectors Stratamem stored (``vec_summary``),
     and plain RRF (k = 60) of the two; the query embedded with the same model, timed per question."""
     rows = (
-        await core.store.table("traces")
+        await core.store.maintenance_table("traces", "bench.locomo_baseline")
         .query()
         .select(["id", "user_text", "agent_text", "vec_summary"])
         .to_list()

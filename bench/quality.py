@@ -80,7 +80,7 @@ async def _baselines(
 ) -> dict[str, Any]:
     """BM25 over each persona's turns (user + assistant text) and cosine over the very vectors
     Stratamem stored for those turns (``vec_summary``), query embedded with the same model."""
-    tbl = core.store.table("traces")
+    tbl = core.store.maintenance_table("traces", "bench.quality_baseline")
     rows = (
         await tbl.query()
         .select(["id", "owner_profile_id", "user_text", "agent_text", "vec_summary"])

@@ -685,8 +685,12 @@ def render(res: dict[str, Any]) -> str:
             f"{so['turns']:,} turns through `turn_end` (a `turn_start` every 25, each session closed "
             "when the next starts) as fast as the core acknowledges them, with the core's own "
             f"maintenance ({so['maintenance']}). Journal rows: applied entries are pruned after "
-            "`journal.retention_s`; state: the engine's per-session entries in memory.",
+            "`journal.retention_s`; state: the engine's per-session entries in memory. Hot MB: the "
+            "hot index's own bytes (vectors, rows, postings; they grow with the traces by design); "
+            "Lance cache MB: LanceDB's index and metadata caches (bounded by "
+            "`storage.lance_*_cache_mb`).",
             "",
+            *_soak_summary(so),
             _table(
                 [
                     "turns",
@@ -700,6 +704,8 @@ def render(res: dict[str, Any]) -> str:
                     "journal rows",
                     "state",
                     "RSS MB",
+                    "hot MB",
+                    "Lance cache MB",
                     "",
                 ],
                 [
@@ -715,6 +721,8 @@ def render(res: dict[str, Any]) -> str:
                         str(c.get("journal_rows", "")),
                         str(sum((c.get("state") or {}).values()) or ""),
                         str(c["rss_mb"]),
+                        str(c.get("hot_mb", "")),
+                        str(c.get("lance_cache_mb", "")),
                         c.get("note", ""),
                     ]
                     for c in so["curve"]
@@ -778,3 +786,25 @@ def render(res: dict[str, Any]) -> str:
     if res.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in res["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _soak_summary(so: dict[str, Any]) -> list[str]:
+    """The soak's memory and disk verdict lines (RSS split into hot index, caches, remainder)."""
+    mem, disk = so.get("memory"), so.get("disk")
+    out: list[str] = []
+    if mem:
+        out += [
+            f"- **Memory after warm-up** (turn {mem['from_turn']:,} → {mem['to_turn']:,}): RSS "
+            f"{mem['rss_mb']:+} MB ({mem['rss_per_10k_mb']:+} MB per 10k turns) = hot index "
+            f"{mem['hot_index_mb']:+} MB (data, {mem['hot_index_per_10k_mb']:+} per 10k) + LanceDB "
+            f"caches {mem['lance_cache_mb']:+} MB (bounded) + **remainder "
+            f"{mem['remainder_mb']:+} MB ({mem['remainder_per_10k_mb']:+} MB per 10k turns)**; "
+            "target: the remainder ≤ 10 MB per 10k turns.",
+        ]
+    if disk:
+        out += [
+            f"- **Disk**: peak {disk['peak_mb']} MB during the run (live data + versions inside the "
+            f"clean-up window); after a full clean-up {disk['data_mb']} MB = "
+            f"{disk['data_kb_per_trace']} KB per trace (the data itself).",
+        ]
+    return [*out, ""] if out else []

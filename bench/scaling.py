@@ -67,7 +67,7 @@ async def _lance_flat(tbl: Any, qvec: np.ndarray, k: int) -> list[str]:
 
 async def _ann_variant(store: Any, qvec: np.ndarray, where: str, postfilter: bool) -> list[str]:
     q = (
-        store.table("traces")
+        store.maintenance_table("traces", "bench.ann_variant")
         .query()
         .nearest_to(qvec)
         .column("vec_summary")
@@ -96,11 +96,15 @@ async def _measure(
     from stratamem.core.retrieval import channels as ch
     from stratamem.core.retrieval.engine import RetrievalContext, retrieve, scheduled_tiers
     from stratamem.core.retrieval.filters import TraceFilter
+    from stratamem.core.storage.ownership import Scope
 
     ns = Namespace(agent_kind=AGENT)
     store = core.store
-    tbl = store.table("traces")
-    tables = {n: store.table(n) for n in ("traces", "policies", "world_models", "skills")}
+    tbl = store.maintenance_table("traces", "bench.scaling_baseline")
+    tables = {
+        n: store.scoped(n, Scope.visible(ns))
+        for n in ("traces", "policies", "world_models", "skills")
+    }
     flt = TraceFilter(namespace=ns)
     where = flt.where(vector=True)
     hot = store.hot.table("traces") if store.hot is not None else None
@@ -149,7 +153,7 @@ async def _measure(
         if ann:
             ms, tuned = await time_async(
                 lambda q=qvec: store.vector_search(
-                    "traces", "vec_summary", q, where, 10, columns=["id"]
+                    "traces", "vec_summary", q, Scope.visible(ns), 10, columns=["id"]
                 )
             )
             if keep:

@@ -1,6 +1,13 @@
 """Soak: many turns through turn_end (a turn_start every 25, each session closed when the next one
 starts) with the core's own scheduled maintenance; disk bytes, fragments, retained versions, journal
-rows and backlog, the engine's per-session state and RSS sampled over time."""
+rows and backlog, the engine's per-session state and RSS sampled over time.
+
+Memory is reported in parts so data is not mistaken for a leak, nor a leak hidden as data: RSS, the
+hot index's own bytes (vectors, rows, postings: they grow with the traces, by design), LanceDB's
+caches (bounded by ``storage.lance_*_cache_mb``) and the remainder (everything else: must stay flat
+after warm-up). Disk is reported during the run (live data + versions inside the cleanup window)
+and after a final full clean-up (the data itself), per trace.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +30,11 @@ async def _versions(tbl: Any) -> int | None:
 
 
 async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any]:
-    tbl = core.store.table("traces")
+    from stratamem.core.hotindex.footprint import footprint_mb
+
+    tbl = core.store.maintenance_table("traces", "bench.soak")
     stats = (await core.store.stats()).get("traces", {})
+    hot = footprint_mb(core.store.hot)
     return {
         "turns": turns,
         "elapsed_s": round(time.perf_counter() - t0, 1),
@@ -36,8 +46,36 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
         "backlog": len(core.journal.pending),
         "journal_rows": int(core.db.query("SELECT count(*) FROM journal")[0][0]),
         "rss_mb": rss_mb(),
+        "hot_mb": hot["total"],
+        "hot_vectors_mb": hot["vectors"],
+        "lance_cache_mb": round(core.store.cache_bytes() / 1e6, 2),
         "state": _state(core),
     }
+
+
+def memory_summary(curve: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
+    """RSS growth from the first sample at or after ``warmup`` turns to the last one before the
+    flush, split into the hot index, LanceDB's caches and the remainder; each also per 10k turns."""
+    run = [c for c in curve if "note" not in c]
+    start = next((c for c in run if c["turns"] >= warmup), run[0])
+    end = run[-1]
+    turns = max(1, end["turns"] - start["turns"])
+
+    def grow(key: str) -> float:
+        return round(float(end[key]) - float(start[key]), 1)
+
+    out: dict[str, Any] = {
+        "from_turn": start["turns"],
+        "to_turn": end["turns"],
+        "rss_mb": grow("rss_mb"),
+        "hot_index_mb": grow("hot_mb"),
+        "lance_cache_mb": grow("lance_cache_mb"),
+    }
+    out["remainder_mb"] = round(out["rss_mb"] - out["hot_index_mb"] - out["lance_cache_mb"], 1)
+    scale = 10_000 / turns
+    for k in ("rss_mb", "hot_index_mb", "lance_cache_mb", "remainder_mb"):
+        out[k.replace("_mb", "_per_10k_mb")] = round(out[k] * scale, 1)
+    return out
 
 
 def _state(core: Any) -> dict[str, int]:
@@ -89,13 +127,31 @@ async def run_soak(
             curve.append(await _sample(core, home, turns, t0) | {"note": "after flush"})
             await core.store.optimize()
             curve.append(await _sample(core, home, turns, t0) | {"note": "after optimize"})
+            await core.store.optimize(cleanup_older_than_s=0)
+            final = await _sample(core, home, turns, t0) | {"note": "after full clean-up"}
+            curve.append(final)
         finally:
             await core.shutdown()
+    rows = max(1, int(final["rows"] or 0))
+    warmup = max(every, turns // 5)
     return {
         "turns": turns,
         "maintenance": {
             k: cfg[k]
-            for k in ("optimize_interval_s", "optimize_after_rows", "cleanup_older_than_s")
+            for k in (
+                "optimize_interval_s",
+                "optimize_after_rows",
+                "cleanup_older_than_s",
+                "arrow_memory_pool",
+                "malloc_arena_max",
+                "malloc_trim_interval_s",
+            )
         },
         "curve": curve,
+        "memory": memory_summary(curve, warmup),
+        "disk": {
+            "peak_mb": max(float(c["disk_mb"]) for c in curve),
+            "data_mb": final["disk_mb"],
+            "data_kb_per_trace": round(float(final["disk_mb"]) * 1000 / rows, 1),
+        },
     }

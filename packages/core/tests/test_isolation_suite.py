@@ -277,6 +277,24 @@ async def test_every_read_path_over_grpc_with_a_scoped_token(world: World) -> No
             assert err.value.code == "permission_denied"
 
 
+async def test_every_read_path_from_lancedb_shows_only_the_callers_namespace(
+    world: World,
+) -> None:
+    """The same reads with the hot index off (``storage.hot_index: false``): retrieval builds its
+    LanceDB queries on scoped tables, in process and over gRPC with scoped tokens."""
+    store = world.core.store
+    hot, store.hot = store.hot, None
+    try:
+        for ns in FACT:
+            await _reads(world.core, world, ns)
+        assert world.service.tcp_address is not None
+        for ns in FACT:
+            async with RemoteCore(world.service.tcp_address, token=TOKENS[ns]) as remote:
+                await _reads(remote, world, ns)
+    finally:
+        store.hot = hot
+
+
 # -- writes and session-addressed calls need ownership --------------------------------------------
 async def test_a_shared_trace_is_readable_but_not_writable_by_its_readers(world: World) -> None:
     core = world.core

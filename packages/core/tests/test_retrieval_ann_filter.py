@@ -10,7 +10,7 @@ import numpy as np
 from stratamem.contract.dtos import Namespace
 from stratamem.core.retrieval.channels import table_vector
 from stratamem.core.storage.lance import LanceStore
-from stratamem.core.storage.ownership import visible_where
+from stratamem.core.storage.ownership import Scope, visible_where
 
 DIM = 32
 
@@ -48,7 +48,7 @@ async def test_ann_search_filters_after_the_search_and_falls_back_for_rare_names
     await store.upsert("traces", rows)
     await store.ensure_indexes()
     assert store.has_ann("traces", "vec_summary")
-    table = store.table("traces")
+    table = store.maintenance_table("traces", "test")
     alpha = visible_where(Namespace(agent_kind="alpha"))
     beta = visible_where(Namespace(agent_kind="beta"))
     hits = 0
@@ -56,11 +56,15 @@ async def test_ann_search_filters_after_the_search_and_falls_back_for_rare_names
         q = vec()
         got = await table_vector(table, "vec_summary", q, alpha, 10, store=store, name="traces")
         assert len(got) == 10 and all(r["owner_agent_kind"] == "alpha" for r, _ in got)
-        exact = await store.vector_search("traces", "vec_summary", q, alpha, 10, exact=True)
+        exact = await store.vector_search(
+            "traces", "vec_summary", q, Scope.visible(Namespace(agent_kind="alpha")), 10, exact=True
+        )
         hits += len({r["id"] for r, _ in got} & {r["id"] for r in exact})
     assert hits / 100 >= 0.9
     rare = await table_vector(table, "vec_summary", vec(), beta, 10, store=store, name="traces")
     assert sorted(r["id"] for r, _ in rare) == ["tr_beta_0", "tr_beta_1", "tr_beta_2"]
-    wide = await store.vector_search("traces", "vec_summary", vec(), alpha, 50)
+    wide = await store.vector_search(
+        "traces", "vec_summary", vec(), Scope.visible(Namespace(agent_kind="alpha")), 50
+    )
     assert len(wide) == 50  # ef is raised to cover limit × refine_factor
     store.close()

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stratamem.contract.dtos import Namespace
 from stratamem.contract.errors import StratamemError
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.lock import HomeLock, read_owner
@@ -105,11 +106,11 @@ async def test_reopening_with_another_dimension_is_a_typed_error(tmp_path: Path)
 
 async def test_fts_index_appears_once_rows_exist(tmp_path: Path) -> None:
     store = await LanceStore(tmp_path, DIM, "m", {}).open()
-    assert await store.fts_search("traces", "question", "true", 5) == []
+    assert await store.fts_search("traces", "question", Scope.everything("test"), 5) == []
     rng = np.random.default_rng(1)
     await store.upsert("traces", [_row(i, rng.standard_normal(DIM)) for i in range(5)])
     await store.ensure_indexes()
-    hits = await store.fts_search("traces", "question 3", "true", 5)
+    hits = await store.fts_search("traces", "question 3", Scope.everything("test"), 5)
     assert hits and hits[0]["id"] == "tr_000003"
     store.close()
 
@@ -125,12 +126,12 @@ async def test_ann_index_recall_at_10_matches_exact_search(tmp_path: Path) -> No
     await store.upsert("traces", [_row(i, vecs[i], "a" if i % 2 else "b") for i in range(n)])
     built = await store.ensure_indexes()
     assert "traces.vec_summary" in built and store.has_ann("traces", "vec_summary")
-    where = "owner_agent_kind = 'a'"
+    scope = Scope.owned(Namespace(agent_kind="a"))
     recalls = []
     for qi in range(20):
         q = vecs[qi * 37] + 0.05 * rng.standard_normal(DIM).astype(np.float32)
-        exact = await store.vector_search("traces", "vec_summary", q, where, 10, exact=True)
-        ann = await store.vector_search("traces", "vec_summary", q, where, 10)
+        exact = await store.vector_search("traces", "vec_summary", q, scope, 10, exact=True)
+        ann = await store.vector_search("traces", "vec_summary", q, scope, 10)
         assert all(r["owner_agent_kind"] == "a" for r in ann)
         recalls.append(len({r["id"] for r in exact} & {r["id"] for r in ann}) / 10)
     assert float(np.mean(recalls)) >= 0.9, recalls

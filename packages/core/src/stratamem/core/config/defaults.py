@@ -277,6 +277,14 @@ DEFAULTS: dict[str, Any] = {
         #: climbed ~85 MB per 1,000 turns in the soak; these bound it)
         "lance_index_cache_mb": 64,
         "lance_metadata_cache_mb": 32,
+        #: Arrow's default memory pool in the engine's process: ``system`` (malloc), ``jemalloc``,
+        #: ``mimalloc`` (the wheels' default, which kept every write batch's pages: +~25 MB RSS per
+        #: 1,000 turns in the soak) or ``default`` (leave it); see storage/allocator.py
+        "arrow_memory_pool": "system",
+        #: cap on glibc malloc arenas (0 = glibc's 8 per core; each runtime thread grew its own)
+        "malloc_arena_max": 2,
+        #: return free malloc pages to the OS this often (glibc ``malloc_trim``; 0 = never)
+        "malloc_trim_interval_s": 30,
     },
     "journal": {
         #: how long the background writer batches journal entries before applying them

@@ -11,6 +11,7 @@ from typing import Any
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import now_ms
+from stratamem.core.storage import allocator
 from stratamem.core.telemetry import get_logger
 
 _log = get_logger("core")
@@ -20,7 +21,8 @@ async def maintenance_loop(svc: EngineServices) -> None:
     """Runs until cancelled; a failed round is logged and the loop goes on."""
     interval = float(svc.config["storage"]["optimize_interval_s"])
     after_rows = int(svc.config["storage"]["optimize_after_rows"])
-    last = time.monotonic()
+    trim_every = float(svc.config["storage"]["malloc_trim_interval_s"])
+    last = last_trim = time.monotonic()
     while True:
         await asyncio.sleep(min(interval, 5.0))
         try:
@@ -30,6 +32,9 @@ async def maintenance_loop(svc: EngineServices) -> None:
                 await svc.store.optimize()
                 last = time.monotonic()
             await retry_embeddings(svc)
+            if trim_every > 0 and time.monotonic() - last_trim >= trim_every:
+                await asyncio.to_thread(allocator.trim)  # off the loop: it walks every arena
+                last_trim = time.monotonic()
         except asyncio.CancelledError:
             raise
         except Exception as exc:

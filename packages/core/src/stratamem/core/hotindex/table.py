@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from stratamem.contract.dtos import Namespace
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex.ann import Ann
 from stratamem.core.hotindex.lexical import Lexical, Substrings
-from stratamem.core.storage.ownership import is_visible
+from stratamem.core.storage.ownership import Scope
 
 #: the columns the ownership rule may read; rows with equal values are equally visible
 OWNER_COLUMNS = (
@@ -58,7 +57,7 @@ class HotTable:
         self.owner = np.zeros(0, dtype=np.int32)
         self._owner_keys: list[tuple[Any, ...]] = []
         self._owner_code: dict[tuple[Any, ...], int] = {}
-        self._visible_cache: dict[Namespace, tuple[int, np.ndarray]] = {}
+        self._visible_cache: dict[Scope, tuple[int, np.ndarray]] = {}
         self.priority = np.zeros(0, dtype=np.float32)
         self.ts = np.zeros(0, dtype=np.int64)
         self.session = np.zeros(0, dtype=np.int32)
@@ -246,22 +245,21 @@ class HotTable:
         row["_unit_vectors"] = True
         return row
 
-    def visible_mask(self, ns: Namespace | None) -> np.ndarray:
-        """Live slots visible to ``ns`` under the ownership rule."""
-        ns = ns or Namespace()
-        cached = self._visible_cache.get(ns)
+    def scope_mask(self, scope: Scope) -> np.ndarray:
+        """Live slots ``scope`` may read (the one ownership rule, per distinct owner tuple)."""
+        cached = self._visible_cache.get(scope)
         if cached is None or cached[0] != len(self._owner_keys):
             codes = np.array(
                 [
                     i
                     for i, key in enumerate(self._owner_keys)
-                    if is_visible(dict(zip(OWNER_COLUMNS, key, strict=True)), ns)
+                    if scope.accepts(dict(zip(OWNER_COLUMNS, key, strict=True)))
                 ],
                 dtype=np.int32,
             )
             if len(self._visible_cache) > 256:
                 self._visible_cache.clear()
-            cached = self._visible_cache[ns] = (len(self._owner_keys), codes)
+            cached = self._visible_cache[scope] = (len(self._owner_keys), codes)
         codes = cached[1]
         n = self.n
         if len(codes) == len(self._owner_keys):

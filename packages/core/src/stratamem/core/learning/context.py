@@ -112,7 +112,7 @@ class LearningContext:
     ) -> list[tuple[dict[str, Any], float]]:
         """(row, cosine) nearest first."""
         got = await self.core.store.vector_search(
-            table, column, np.asarray(vec, dtype=np.float32), scope.where_and(where), limit
+            table, column, np.asarray(vec, dtype=np.float32), scope, limit, where=where
         )
         return [(r, 1.0 - float(r.get("_distance") or 0.0)) for r in got]
 

@@ -13,7 +13,8 @@ Stable interface (called by ``LocalCore``):
   Past the deadline no new LanceDB or embedding call starts; the result is a safe cut-off of what
   was ranked so far (``cut_off=True``).
 * ``await retrieve(core=…, query=…, namespace=…, pending=…, config=…)`` — the same, built from a
-  ``LocalCore`` (``core.store.table(name)``, ``core.embed_query``, ``core.lightweight``).
+  ``LocalCore`` (``core.store.scoped(name, Scope.visible(ns))``, ``core.embed_query``,
+  ``core.lightweight``). Every LanceDB table retrieval reads is a ``storage.scoped.ScopedTable``.
 * Pure parts: ``rank(candidates, RankParams)``, ``render_packet(reason, snippets, prefer, avoid)``,
   ``compile_query(query)``.
 """

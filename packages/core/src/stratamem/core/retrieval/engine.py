@@ -60,8 +60,9 @@ from stratamem.core.retrieval.rollups import build_rollups
 from stratamem.core.retrieval.settings import lightweight_of, setting
 from stratamem.core.retrieval.temporal import by_cosine, lift_in_window, time_window
 from stratamem.core.routing import classify_intent, query_profile, schedule_injection
-from stratamem.core.storage.ownership import ids_where
+from stratamem.core.storage.ownership import Scope, ids_where
 from stratamem.core.storage.ownership import quote as q
+from stratamem.core.storage.scoped import ScopedTable
 from stratamem.core.telemetry import get_logger, span
 
 _log = get_logger("retrieval")
@@ -149,8 +150,13 @@ class _Run:
             got = self._settings[key] = setting(self.cfg, key)
         return got
 
-    def table(self, name: str) -> Any | None:
-        return self.ctx.tables.get(name) if self.ctx.tables else None
+    def table(self, name: str) -> ScopedTable | None:
+        """``name`` read through the caller's visibility scope (a raw table given in the context is
+        wrapped: no channel reads outside the scope, whatever ``where`` it builds)."""
+        t = self.ctx.tables.get(name) if self.ctx.tables else None
+        if t is None or isinstance(t, ScopedTable):
+            return t
+        return ScopedTable(name, t, Scope.visible(self.ctx.namespace or Namespace()))
 
     # -- generic table tier (skills, experiences, world models) --------------------------------
     async def _learned(
@@ -645,9 +651,10 @@ async def retrieve(
             raise TypeError("retrieve() needs a RetrievalContext or query=")
         tables: dict[str, Any] = {}
         store = getattr(core, "store", None)
+        visible = Scope.visible(namespace or query.namespace or Namespace())
         for name in ("traces", "policies", "world_models", "skills"):
-            try:
-                tables[name] = store.table(name) if store is not None else None
+            try:  # the query path reads through the caller's scope, never a raw table
+                tables[name] = store.scoped(name, visible) if store is not None else None
             except Exception:
                 tables[name] = None
             never_written = name != "traces" and not _may_have_rows(store, name)

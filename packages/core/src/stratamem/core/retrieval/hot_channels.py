@@ -19,6 +19,7 @@ from stratamem.core.hotindex import HotTable
 from stratamem.core.hotindex.lexical import idf, query_tokens
 from stratamem.core.retrieval.filters import TraceFilter
 from stratamem.core.retrieval.text import doc_tokens, term_in
+from stratamem.core.storage.ownership import Scope
 
 Scored = list[tuple[dict[str, Any], float]]
 Row = dict[str, Any]
@@ -59,7 +60,7 @@ def trace_mask(
 
 def _trace_mask(t: HotTable, flt: TraceFilter, *, vector: bool, with_tags: bool) -> np.ndarray:
     n = t.n
-    m = t.visible_mask(flt.namespace)
+    m = t.scope_mask(Scope.visible(flt.namespace or Namespace()))
     if not flt.include_low_value:
         m &= t.priority[:n] > 0
     if flt.session_id is not None:
@@ -88,7 +89,7 @@ def _trace_mask(t: HotTable, flt: TraceFilter, *, vector: bool, with_tags: bool)
 
 def owner_mask(t: HotTable, ns: Namespace | None, pred: Callable[[Row], bool]) -> np.ndarray:
     """Visible slots of a learned table that pass the tier's row predicate."""
-    return t.where(t.visible_mask(ns), pred)
+    return t.where(t.scope_mask(Scope.visible(ns or Namespace())), pred)
 
 
 def vector(

@@ -28,9 +28,11 @@ from lancedb.query import ColumnOrdering
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex import HotIndex
+from stratamem.core.storage import allocator
 from stratamem.core.storage.ownership import Scope, quote
 from stratamem.core.storage.ownership import ids_where as ids_where  # re-export (local.py)
 from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES
+from stratamem.core.storage.scoped import ScopedTable
 from stratamem.core.telemetry import get_logger
 
 _log = get_logger("storage")
@@ -41,8 +43,9 @@ HOT_UPSERT_SLICE = 8
 
 
 class LanceStore:
-    """All LanceDB tables of one home. Reads take an ownership ``Scope``; retrieval's own queries on
-    ``table(name)`` filter with ``storage.ownership.visible_where``."""
+    """All LanceDB tables of one home. Every read takes an ownership ``Scope``; retrieval builds its
+    own queries on ``scoped(name, scope)`` (a ``ScopedTable``, filtered whatever ``where`` it adds).
+    The raw table is ``maintenance_table(name, job)``: for named maintenance jobs only."""
 
     def __init__(self, path: Path, dim: int, model: str, storage_cfg: dict[str, Any]) -> None:
         self.path = path
@@ -71,12 +74,15 @@ class LanceStore:
     # -- open ------------------------------------------------------------------------------
     async def open(self) -> LanceStore:
         self.path.mkdir(parents=True, exist_ok=True)
+        # before LanceDB's runtime threads start allocating (storage/allocator.py says why)
+        allocator.use_arrow_pool(self.cfg.get_str("arrow_memory_pool"))
+        allocator.limit_malloc_arenas(self.cfg.get_int("malloc_arena_max"))
         mb = 1 << 20
-        session = lancedb.Session(
+        self._session = lancedb.Session(
             index_cache_size_bytes=self.cfg.get_int("lance_index_cache_mb") * mb,
             metadata_cache_size_bytes=self.cfg.get_int("lance_metadata_cache_mb") * mb,
         )
-        self._db = await lancedb.connect_async(str(self.path), session=session)
+        self._db = await lancedb.connect_async(str(self.path), session=self._session)
         existing = set((await self._db.list_tables()).tables)
         for name, (factory, _vecs) in TABLES.items():
             schema = factory(self.dim, self.model)
@@ -127,8 +133,21 @@ class LanceStore:
                 if vec in cols:
                     self._ann_ready.add((name, vec))
 
-    def table(self, name: str) -> lancedb.AsyncTable:
+    def scoped(self, name: str, scope: Scope) -> ScopedTable:
+        """``name`` as the query path sees it: every query it builds is filtered by ``scope``."""
+        return ScopedTable(name, self._tables[name], scope)
+
+    def maintenance_table(self, name: str, job: str) -> lancedb.AsyncTable:
+        """The raw table, unfiltered: only for a named maintenance job (index upkeep, the hot
+        index's load, bulk loads in the bench). Never on the query path (a test checks)."""
+        if not job:
+            raise ValueError("an unfiltered table needs the name of its job")
         return self._tables[name]
+
+    def cache_bytes(self) -> int:
+        """Bytes held by LanceDB's index and metadata caches (bounded by ``lance_*_cache_mb``)."""
+        session = getattr(self, "_session", None)
+        return int(session.size_bytes) if session is not None else 0
 
     def may_have_rows(self, name: str) -> bool:
         """False only while a table has never held a row (this process owns every write), so
@@ -247,20 +266,22 @@ class LanceStore:
         name: str,
         column: str,
         vector: np.ndarray,
-        where: str,
+        scope: Scope,
         limit: int,
         *,
+        where: str | None = None,
         exact: bool = False,
         columns: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Cosine nearest neighbours (``_distance`` = 1 - cosine). ANN knobs set for high recall."""
+        """Cosine nearest neighbours (``_distance`` = 1 - cosine) among the rows ``scope`` may
+        read (``where`` narrows further). ANN knobs set for high recall."""
         q = (
             self._tables[name]
             .query()
             .nearest_to(np.asarray(vector, dtype=np.float32))
             .column(column)
             .distance_type("cosine")
-            .where(f"{column} IS NOT NULL AND ({where})")
+            .where(scope.where_and(f"{column} IS NOT NULL", where))
             .limit(limit)
         )
         q = self.tune_vector_query(q, name, column, exact=exact)
@@ -284,12 +305,21 @@ class LanceStore:
         )
 
     async def fts_search(
-        self, name: str, text: str, where: str, limit: int, columns: Sequence[str] | None = None
+        self,
+        name: str,
+        text: str,
+        scope: Scope,
+        limit: int,
+        *,
+        where: str | None = None,
+        columns: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """BM25 over ``search_text`` (``_score``); empty when the table has no FTS index yet."""
+        """BM25 over ``search_text`` (``_score``) among the rows ``scope`` may read; empty when the
+        table has no FTS index yet."""
         if not self.has_fts(name) or not text.strip():
             return []
-        q = self._tables[name].query().nearest_to_text(text).where(where).limit(limit)
+        q = self._tables[name].query().nearest_to_text(text)
+        q = q.where(scope.where_and(where)).limit(limit)
         if columns:
             q = q.select([*columns, "_score"])
         return self._counted((await q.to_arrow()).to_pylist())
@@ -335,9 +365,11 @@ class LanceStore:
                 await self._tables[name].create_index("search_text", config=FTS(), replace=True)
                 self._fts_ready.add(name)
 
-    async def optimize(self) -> None:
-        """Compact, fold new rows into indexes, drop versions older than the bounded window."""
-        older = timedelta(seconds=self.cfg.get_int("cleanup_older_than_s"))
+    async def optimize(self, cleanup_older_than_s: float | None = None) -> None:
+        """Compact, fold new rows into indexes, drop versions older than the bounded window
+        (``storage.cleanup_older_than_s`` unless given: 0 keeps only the latest version)."""
+        window = self.cfg.get_int("cleanup_older_than_s")
+        older = timedelta(seconds=window if cleanup_older_than_s is None else cleanup_older_than_s)
         async with self.index_lock:
             for tbl in self._tables.values():
                 await tbl.optimize(cleanup_older_than=older)

@@ -1,0 +1,102 @@
+"""Native memory of the serving process: which allocator Arrow uses, and glibc's arenas.
+
+Measured in the soak (bench/soak.py, issue 16): Python's own heap grew ~5 MB per 1,000 turns while
+RSS grew ~30; the rest was native memory kept by allocators, not live data:
+
+* Arrow's default pool (mimalloc in the pyarrow wheels) kept the pages of every batch built for a
+  LanceDB write in a 1 GiB reserved region that only grew. The system pool hands them back to malloc.
+* glibc gives each thread that allocates its own arena (up to 8 per core); LanceDB's runtime threads
+  each grew theirs with freed-but-kept chunks. Fewer arenas and a periodic ``malloc_trim`` (which
+  returns the free pages of every arena to the OS) keep that flat.
+
+All of it is best-effort and silent off glibc/Linux; each knob is a ``storage.*`` key.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+from functools import cache
+from typing import Any
+
+from stratamem.core.telemetry import get_logger
+
+_log = get_logger("storage")
+
+#: glibc's mallopt parameter number for M_ARENA_MAX
+_M_ARENA_MAX = -8
+
+
+@cache
+def _libc() -> Any | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim  # noqa: B018 — glibc only (musl has no malloc_trim)
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+def use_arrow_pool(name: str) -> str:
+    """Make ``name`` (``system``, ``jemalloc``, ``mimalloc``; ``default`` = leave it) Arrow's default
+    pool; returns the pool in use."""
+    import pyarrow as pa
+
+    makers = {
+        "system": pa.system_memory_pool,
+        "jemalloc": pa.jemalloc_memory_pool,
+        "mimalloc": pa.mimalloc_memory_pool,
+    }
+    if name in makers:
+        try:
+            pa.set_memory_pool(makers[name]())
+        except (NotImplementedError, pa.ArrowNotImplementedError) as exc:
+            _log.warning("storage.arrow_pool_unavailable", pool=name, error=str(exc))
+    return str(pa.default_memory_pool().backend_name)
+
+
+def limit_malloc_arenas(n: int) -> bool:
+    """Cap glibc's malloc arenas at ``n`` (0 = leave glibc's default). Threads that already own an
+    arena keep it, so call this before the storage runtime starts its threads."""
+    libc = _libc()
+    if n <= 0 or libc is None:
+        return False
+    return bool(libc.mallopt(_M_ARENA_MAX, int(n)))
+
+
+def trim() -> bool:
+    """Return free pages of every malloc arena to the OS (glibc ``malloc_trim(0)``)."""
+    libc = _libc()
+    return bool(libc.malloc_trim(0)) if libc is not None else False
+
+
+def malloc_in_use() -> int | None:
+    """Bytes glibc malloc has handed out and not had back (``mallinfo2().uordblks``), or None."""
+    libc = _libc()
+    fn = getattr(libc, "mallinfo2", None) if libc is not None else None
+    if fn is None:
+        return None
+
+    class _MallInfo2(ctypes.Structure):
+        _fields_ = [
+            (f, ctypes.c_size_t)
+            for f in (
+                "arena",
+                "ordblks",
+                "smblks",
+                "hblks",
+                "hblkhd",
+                "usmblks",
+                "fsmblks",
+                "uordblks",
+                "fordblks",
+                "keepcost",
+            )
+        ]
+
+    fn.restype = _MallInfo2
+    info = fn()
+    return int(info.uordblks + info.hblkhd)
