@@ -87,3 +87,24 @@ def test_otlp_endpoint_without_the_extra_is_a_clear_config_error() -> None:
     assert (
         exc.value.code == ErrorCode.CONFIG_INVALID and "stratamem-core[otlp]" in exc.value.message
     )
+
+
+def test_the_installed_sampler_records_nothing_until_an_exporter_but_keeps_ids() -> None:
+    # without an exporter a span costs no bookkeeping, yet log lines keep valid correlation ids
+    from opentelemetry.sdk.trace import TracerProvider as SdkProvider
+
+    from stratamem.core.telemetry.tracing import RecordWhenExporting
+
+    sampler = RecordWhenExporting()
+    tracer = SdkProvider(sampler=sampler).get_tracer("t")
+    with (
+        tracer.start_as_current_span("outer") as outer,
+        tracer.start_as_current_span("inner") as inner,
+    ):
+        pass
+    assert not outer.is_recording() and not inner.is_recording()
+    assert outer.get_span_context().is_valid and inner.get_span_context().is_valid
+    assert inner.get_span_context().trace_id == outer.get_span_context().trace_id
+    sampler.exporting = True  # configure_tracing flips it when it attaches the OTLP exporter
+    with tracer.start_as_current_span("exported") as span:
+        assert span.is_recording()

@@ -77,6 +77,8 @@ class ActivityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
     def __init__(self, activity: Activity) -> None:
         self.activity = activity
+        #: id(handler) -> (handler, its wrapped copy): wrapped once per method, not per call
+        self._wrapped: dict[int, tuple[Any, Any]] = {}
 
     async def intercept_service(
         self,
@@ -86,8 +88,14 @@ class ActivityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         handler = await continuation(handler_call_details)
         if handler is None or not hasattr(handler, "_replace"):
             return handler
+        hit = self._wrapped.get(id(handler))
+        if hit is not None and hit[0] is handler:
+            return hit[1]
         fields = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
-        return handler._replace(**{f: _wrap(getattr(handler, f), self.activity) for f in fields})
+        wrapped = handler._replace(**{f: _wrap(getattr(handler, f), self.activity) for f in fields})
+        if len(self._wrapped) < 1024:  # a per-call handler (an auth rejection) is not kept
+            self._wrapped[id(handler)] = (handler, wrapped)
+        return wrapped
 
 
 async def exit_when_idle(activity: Activity, idle_s: float, stop: asyncio.Event) -> None:

@@ -11,6 +11,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_ON,
+    Decision,
+    ParentBased,
+    Sampler,
+    SamplingResult,
+)
 
 _exporters: set[str] = set()
 
@@ -65,6 +72,28 @@ def _perf_log() -> Any:
     return _perf[0]
 
 
+class RecordWhenExporting(Sampler):
+    """The sampler of the provider we install: spans record (attributes, events, timings) only
+    once an exporter is attached. Until then every span is a non-recording span that still
+    carries valid trace and span ids, so log lines keep their correlation ids while a call pays
+    no span bookkeeping (the RPC span alone was a quarter of a served ``health`` call)."""
+
+    def __init__(self) -> None:
+        self.exporting = False
+        self._inner = ParentBased(ALWAYS_ON)
+
+    def should_sample(
+        self, parent_context: Any, trace_id: int, name: str, *args: Any, **kw: Any
+    ) -> Any:
+        if self.exporting:
+            return self._inner.should_sample(parent_context, trace_id, name, *args, **kw)
+        parent = trace.get_current_span(parent_context).get_span_context()
+        return SamplingResult(Decision.DROP, None, parent.trace_state if parent.is_valid else None)
+
+    def get_description(self) -> str:
+        return "RecordWhenExporting"
+
+
 def configure_tracing(config: Mapping[str, Any] | None = None, *, embedded: bool = False) -> Any:
     """Install a ``TracerProvider`` (service.name ``stratamem``) unless one is already set, and add
     OTLP export when ``telemetry.otlp_endpoint`` is configured (extra ``stratamem-core[otlp]``).
@@ -97,7 +126,7 @@ def configure_tracing(config: Mapping[str, Any] | None = None, *, embedded: bool
                 "service.version": core_version,
             }
         )
-        provider = TracerProvider(resource=resource)
+        provider = TracerProvider(resource=resource, sampler=RecordWhenExporting())
         trace.set_tracer_provider(provider)
         provider = trace.get_tracer_provider()  # type: ignore[assignment]
     if endpoint and endpoint not in _exporters and isinstance(provider, TracerProvider):
@@ -114,4 +143,6 @@ def configure_tracing(config: Mapping[str, Any] | None = None, *, embedded: bool
             ) from exc
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
         _exporters.add(endpoint)
+        if isinstance(provider.sampler, RecordWhenExporting):
+            provider.sampler.exporting = True
     return provider
