@@ -90,3 +90,66 @@ async def test_unconfigured_roots_and_path_traversal_are_refused_with_typed_code
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await ws.ReadFile(w.WorkspaceFileRequest(root=str(project), path="DREAMS.md"))
     assert _code(err.value) == "not_found"
+
+
+async def test_the_owner_opens_a_host_workspace_in_its_layout_and_edits_recall_through_the_client(
+    tmp_path: Path,
+) -> None:
+    """``RemoteWorkspace`` (the adapters' client): an unconfigured root is refused until the owner
+    opens it; the ``openclaw`` layout serves the host's own files in place; the recall store is
+    listed, replaced and removed over the wire; a TCP token caller cannot open a root."""
+    from stratamem.contract.errors import ErrorCode, StratamemError
+    from stratamem.contract.remote import RemoteCore
+    from stratamem.core.server.app import ServeOptions
+
+    workspace = tmp_path / "openclaw-workspace"
+    workspace.mkdir()
+    core = await open_local_core(tmp_path / "home", embedding__provider="none")
+    svc = await Service(core, ServeOptions(listen=["127.0.0.1:0"], token="t0k")).start()
+    try:
+        async with RemoteCore(f"unix:{svc.socket_path}", reconnect_s=0) as owner:
+            ws = owner.workspace("openclaw")
+            with pytest.raises(StratamemError) as err:
+                await ws.read(workspace)
+            assert err.value.code == ErrorCode.PERMISSION_DENIED
+            info = await ws.open_root(workspace)
+            assert info.capabilities.writable
+            await ws.write(workspace, "# Memory\n\n- The deploy window is Tuesday.\n")
+            assert "Tuesday" in (workspace / "MEMORY.md").read_text()  # in place, not .stratamem/
+            assert "Tuesday" in (await ws.read(workspace)).content
+            await ws.write_file(workspace, "2026-12-01.md", "Paired with Ana on the cache.\n")
+            assert (workspace / "memory" / "2026-12-01.md").exists()
+            added = await ws.append_recall(
+                workspace, "preference", "Prefers tabs", tags=["hermes", "user"]
+            )
+            other = await ws.append_recall(workspace, "decision", "Ship on Tuesdays")
+            listed = await ws.list_recall(workspace, ["preference"], tags=["user"])
+            assert [r.id for r in listed] == [added.record.id]
+            replaced = await ws.replace_recall(
+                workspace, "preference", added.record.id, "Prefers spaces"
+            )
+            assert replaced.record.id == added.record.id and not replaced.merged
+            assert replaced.record.content == "Prefers spaces"
+            assert list(replaced.record.tags) == ["hermes", "user"]  # kept when not given
+            gone = await ws.remove_recall(workspace, "decision", other.record.id)
+            assert gone.id == other.record.id
+            assert [r.content for r in await ws.list_recall(workspace)] == ["Prefers spaces"]
+            with pytest.raises(StratamemError) as err:
+                await ws.remove_recall(workspace, "decision", other.record.id)
+            assert err.value.code == ErrorCode.NOT_FOUND
+            with pytest.raises(StratamemError) as err:
+                await owner.workspace("nope").read(workspace)
+            assert err.value.code == ErrorCode.INVALID_ARGUMENT
+        assert svc.tcp_address is not None
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        async with RemoteCore(svc.tcp_address, token="t0k", reconnect_s=0) as remote:
+            with pytest.raises(StratamemError) as err:
+                await remote.workspace().open_root(elsewhere)
+            assert err.value.code == ErrorCode.PERMISSION_DENIED
+            with pytest.raises(StratamemError) as err:
+                await remote.workspace().read(elsewhere)
+            assert err.value.code == ErrorCode.PERMISSION_DENIED
+    finally:
+        await svc.stop(1.0)
+        await core.shutdown()

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
@@ -53,7 +53,10 @@ from stratamem.contract.errors import (
     code_for_status,
 )
 from stratamem.v1 import memory_pb2 as m
-from stratamem.v1 import memory_pb2_grpc
+from stratamem.v1 import memory_pb2_grpc, workspace_pb2_grpc
+
+if TYPE_CHECKING:
+    from stratamem.contract.workspace import RemoteWorkspace
 
 T = TypeVar("T")
 
@@ -140,6 +143,7 @@ class RemoteCore:
         else:
             self._channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
+        self._workspace_stub = workspace_pb2_grpc.WorkspaceMemoryServiceStub(self._channel)
 
     async def _recover(self, failed_generation: int) -> None:
         """Find (or start) the service again and move to a fresh channel, once per failure."""
@@ -158,6 +162,14 @@ class RemoteCore:
     def channel(self) -> grpc.aio.Channel:
         return self._channel
 
+    def workspace(self, layout: str = "", *, open_roots: bool = False) -> RemoteWorkspace:
+        """The home's workspace memory (``WorkspaceMemoryService``) on this channel, for roots kept
+        in ``layout`` ("" = Stratamem's own, ``openclaw`` = an OpenClaw workspace in place);
+        ``open_roots`` opens each root first (a host's own workspace; the home's owner only)."""
+        from stratamem.contract.workspace import RemoteWorkspace
+
+        return RemoteWorkspace(self, layout, open_roots=open_roots)
+
     async def __aenter__(self) -> RemoteCore:
         return self
 
@@ -165,7 +177,9 @@ class RemoteCore:
         await self.shutdown()
 
     # ------------------------------------------------------------------ plumbing
-    async def _call(self, method: str, request: Any, deadline_s: float | None = None) -> Any:
+    async def _call(
+        self, method: str, request: Any, deadline_s: float | None = None, stub: str = "_stub"
+    ) -> Any:
         if self._closed:
             raise StratamemError(ErrorCode.ALREADY_SHUT_DOWN, "this RemoteCore has been shut down")
         started = time.monotonic()
@@ -183,7 +197,7 @@ class RemoteCore:
                             ErrorCode.DEADLINE_EXCEEDED, f"{method}: deadline passed reconnecting"
                         )
                 try:
-                    fn = getattr(self._stub, method)
+                    fn = getattr(getattr(self, stub), method)
                     return await fn(request, metadata=self._metadata, timeout=timeout)
                 except grpc.aio.AioRpcError as exc:
                     unreachable = exc.code() == grpc.StatusCode.UNAVAILABLE and not (
@@ -468,6 +482,12 @@ class BlockingRemoteCore:
             return self._run(attr(*args, **kwargs))
 
         return call
+
+    def workspace(self, layout: str = "", *, open_roots: bool = False) -> Any:
+        """``RemoteCore.workspace`` with blocking methods (any thread may call them)."""
+        from stratamem.contract.workspace import BlockingWorkspace
+
+        return BlockingWorkspace(self.remote.workspace(layout, open_roots=open_roots), self._run)
 
     def subscribe_events(
         self, since_seq: int | None = None, types: Sequence[str] = (), timeout: float | None = None

@@ -276,10 +276,11 @@ class Service:
         if self._unregister_llm is not None:
             self._unregister_llm()
             self._unregister_llm = None
-        memory = self._workspace.pop("memory", None)
-        if memory is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(memory.close)
+        for key in [k for k in self._workspace if k.startswith("memory")]:
+            memory = self._workspace.pop(key)
+            if memory is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(memory.close)
         with contextlib.suppress(FileNotFoundError):
             self.serve_json.unlink()
         if self.socket_path is not None:

@@ -1,21 +1,30 @@
 """``stratamem.v1.WorkspaceMemoryService`` over ``stratamem.core.workspace.WorkspaceMemory``.
 
-Only project roots listed in ``workspace.roots`` of the home's config are served (anything else is
-``permission_denied``); file and index work runs in a worker thread, never on the server loop.
+Only project roots listed in ``workspace.roots`` of the home's config, or opened by the home's owner
+with ``OpenRoot`` (a host adapter's own workspace), are served (anything else is
+``permission_denied``); one ``WorkspaceMemory`` per layout shares that set. File and index work runs
+in a worker thread, never on the server loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
 from google.protobuf import message_factory
 
+from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.config.settings import Section
 from stratamem.core.server.rpc import Call, Wrapper
 from stratamem.v1 import workspace_pb2 as w
+
+#: key of the default layout's ``WorkspaceMemory`` in the shared dict (the viewer reads it too)
+MEMORY_KEY = "memory"
+ROOTS_KEY = "roots"
 
 
 def _record(r: Any) -> w.RecallRecord:
@@ -42,6 +51,14 @@ def _opt(msg: Any, name: str) -> Any:
     return getattr(msg, name) if msg.HasField(name) else None
 
 
+def _source(req: Any) -> dict[str, Any] | None:
+    """A request's ``RecallSource`` as the store's provenance mapping (``None`` when absent)."""
+    if not req.HasField("source"):
+        return None
+    names = ("task_id", "agent_id", "session_id", "origin")
+    return {k: v for k in names if (v := _opt(req.source, k))}
+
+
 class WorkspaceServicer:
     """Handlers bound to one ``WorkspaceMemory`` (created lazily from the core's home and config)."""
 
@@ -50,25 +67,44 @@ class WorkspaceServicer:
         self.w = wrapper
         self._shared = shared  # one WorkspaceMemory per service, whichever listener is asked
 
-    @property
-    def memory(self) -> Any:
-        if self._shared.get("memory") is None:
+    def _roots(self) -> set[Any]:
+        """The served roots, one set shared by every layout's ``WorkspaceMemory``."""
+        roots = self._shared.get(ROOTS_KEY)
+        if roots is None:
+            configured = Section("workspace", self.core.config.get("workspace"))["roots"] or []
+            roots = {Path(os.fspath(r)).resolve() for r in configured}
+            self._shared[ROOTS_KEY] = roots
+        return roots
+
+    def memory_for(self, layout: str = "") -> Any:
+        """The ``WorkspaceMemory`` of ``layout`` ("" = Stratamem's own), created on first use."""
+        from stratamem.core.workspace.layout import STRATAMEM, get_layout
+
+        name = get_layout(layout or None).name
+        key = MEMORY_KEY if name == STRATAMEM else f"{MEMORY_KEY}:{name}"
+        if self._shared.get(key) is None:
             from stratamem.core.workspace.service import WorkspaceMemory
 
-            roots = list(Section("workspace", self.core.config.get("workspace"))["roots"] or [])
             embedder = getattr(self.core, "embedder", None)
-            self._shared["memory"] = WorkspaceMemory(
+            memory = WorkspaceMemory(
                 self.core.home,
                 embedder_factory=(lambda: embedder) if embedder is not None else None,
-                allowed_roots=roots,
+                allowed_roots=(),
+                layout=name,
             )
-        return self._shared["memory"]
+            memory.allowed_roots = self._roots()
+            self._shared[key] = memory
+        return self._shared[key]
+
+    @property
+    def memory(self) -> Any:
+        return self.memory_for("")
 
     async def _run(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.to_thread(fn)
 
-    async def DescribeBackend(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
-        b = await self._run(lambda: self.memory.backend(self.memory.root(req.root)))
+    @staticmethod
+    def _backend_info(b: Any) -> w.WorkspaceBackendInfo:
         c = b.capabilities
         caps = w.WorkspaceBackendCapabilities(
             readable=c.readable,
@@ -81,25 +117,45 @@ class WorkspaceServicer:
             type=b.type, name=getattr(b, "name", b.type), capabilities=caps
         )
 
+    async def DescribeBackend(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
+        m = self.memory_for(req.layout)
+        return self._backend_info(await self._run(lambda: m.backend(m.root(req.root))))
+
+    async def OpenRoot(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
+        if call.principal.kind != "owner":
+            raise StratamemError(
+                ErrorCode.PERMISSION_DENIED, "only the home's owner may open a workspace root"
+            )
+        from stratamem.core.workspace.paths import validate_project_root
+
+        m = self.memory_for(req.layout)
+        path = await self._run(lambda: validate_project_root(req.root))
+        self._roots().add(path)
+        return self._backend_info(await self._run(lambda: m.backend(m.root(path))))
+
     async def Bootstrap(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
-        created = await self._run(lambda: self.memory.bootstrap(req.root))
+        m = self.memory_for(req.layout)
+        created = await self._run(lambda: m.bootstrap(req.root))
         return w.WorkspaceBootstrapResponse(created=[str(x) for x in created])
 
     async def Read(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
-        r = await self._run(lambda: self.memory.read(req.root))
+        m = self.memory_for(req.layout)
+        r = await self._run(lambda: m.read(req.root))
         return w.WorkspaceReadResult(
             content=r.content, exists=r.exists, path=r.path, backend=r.backend
         )
 
     async def Write(self, req: w.WorkspaceWriteRequest, call: Call) -> Any:
-        r = await self._run(lambda: self.memory.write(req.root, req.content))
+        m = self.memory_for(req.layout)
+        r = await self._run(lambda: m.write(req.root, req.content))
         return w.WorkspaceWriteResult(
             success=r.success, path=r.path, bytes_written=r.bytes_written, backend=r.backend
         )
 
     async def Get(self, req: w.WorkspaceGetRequest, call: Call) -> Any:
+        m = self.memory_for(req.layout)
         r = await self._run(
-            lambda: self.memory.get(
+            lambda: m.get(
                 req.root, req.path or "MEMORY.md", _opt(req, "start_line"), _opt(req, "line_count")
             )
         )
@@ -112,7 +168,8 @@ class WorkspaceServicer:
         )
 
     async def Search(self, req: w.WorkspaceSearchRequest, call: Call) -> Any:
-        hits = await self._run(lambda: self.memory.search(req.root, req.query, _opt(req, "limit")))
+        m = self.memory_for(req.layout)
+        hits = await self._run(lambda: m.search(req.root, req.query, _opt(req, "limit")))
         return w.WorkspaceSearchResponse(
             hits=[
                 w.WorkspaceSearchHit(
@@ -129,12 +186,12 @@ class WorkspaceServicer:
         )
 
     async def Exists(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
-        return w.WorkspaceExistsResponse(
-            exists=await self._run(lambda: self.memory.exists(req.root))
-        )
+        m = self.memory_for(req.layout)
+        return w.WorkspaceExistsResponse(exists=await self._run(lambda: m.exists(req.root)))
 
     async def ListFiles(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
-        files = await self._run(lambda: self.memory.list_files(req.root))
+        m = self.memory_for(req.layout)
+        files = await self._run(lambda: m.list_files(req.root))
         return w.WorkspaceListFilesResponse(
             files=[
                 w.WorkspaceFileInfo(
@@ -145,27 +202,22 @@ class WorkspaceServicer:
         )
 
     async def ReadFile(self, req: w.WorkspaceFileRequest, call: Call) -> Any:
-        content = await self._run(lambda: self.memory.read_file(req.root, req.path))
+        m = self.memory_for(req.layout)
+        content = await self._run(lambda: m.read_file(req.root, req.path))
         return w.WorkspaceFileContent(path=req.path, content=content)
 
     async def WriteFile(self, req: w.WorkspaceWriteFileRequest, call: Call) -> Any:
-        r = await self._run(lambda: self.memory.write_file(req.root, req.path, req.content))
+        m = self.memory_for(req.layout)
+        r = await self._run(lambda: m.write_file(req.root, req.path, req.content))
         return w.WorkspaceWriteResult(
             success=r.success, path=r.path, bytes_written=r.bytes_written, backend=r.backend
         )
 
     async def AppendRecall(self, req: w.AppendRecallRequest, call: Call) -> Any:
-        source = (
-            {
-                k: v
-                for k in ("task_id", "agent_id", "session_id", "origin")
-                if (v := _opt(req.source, k))
-            }
-            if req.HasField("source")
-            else None
-        )
+        m = self.memory_for(req.layout)
+        source = _source(req)
         r = await self._run(
-            lambda: self.memory.append_recall(
+            lambda: m.append_recall(
                 req.root,
                 req.kind,
                 req.content,
@@ -182,9 +234,11 @@ class WorkspaceServicer:
         return out
 
     async def SearchRecall(self, req: w.SearchRecallRequest, call: Call) -> Any:
+        m = self.memory_for(req.layout)
+
         def run() -> Any:
-            provider = self.memory.default_vector_provider() if req.vector else None
-            return self.memory.search_recall(
+            provider = m.default_vector_provider() if req.vector else None
+            return m.search_recall(
                 req.root,
                 req.query,
                 kinds=list(req.kinds) or None,
@@ -201,22 +255,53 @@ class WorkspaceServicer:
         )
 
     async def RecalledContext(self, req: w.RecalledContextRequest, call: Call) -> Any:
+        m = self.memory_for(req.layout)
         text = await self._run(
-            lambda: self.memory.recalled_context(
-                req.root, req.prompt, req.query, _opt(req, "limit")
-            )
+            lambda: m.recalled_context(req.root, req.prompt, req.query, _opt(req, "limit"))
         )
         return w.WorkspaceText(text=text)
 
+    async def ListRecall(self, req: w.ListRecallRequest, call: Call) -> Any:
+        m = self.memory_for(req.layout)
+        records = await self._run(
+            lambda: m.recall_store(req.root).candidates(
+                list(req.kinds) or None, tags=list(req.tags) or None
+            )
+        )
+        return w.ListRecallResponse(records=[_record(r) for r in records])
+
+    async def ReplaceRecall(self, req: w.ReplaceRecallRequest, call: Call) -> Any:
+        m = self.memory_for(req.layout)
+        r = await self._run(
+            lambda: m.replace_recall(
+                req.root,
+                req.kind,
+                req.match,
+                req.content,
+                tags=list(req.tags) if req.has_tags else None,
+                source=_source(req),
+                kg_node_ids=list(req.kg_node_ids) if req.has_kg_node_ids else None,
+            )
+        )
+        return w.ReplaceRecallResponse(
+            record=_record(r.record), previous=_record(r.previous), merged=r.merged
+        )
+
+    async def RemoveRecall(self, req: w.RemoveRecallRequest, call: Call) -> Any:
+        m = self.memory_for(req.layout)
+        return _record(await self._run(lambda: m.remove_recall(req.root, req.kind, req.match)))
+
     async def InstructionContext(self, req: w.WorkspaceRootRequest, call: Call) -> Any:
-        ctx = await self._run(lambda: self.memory.instruction_context(req.root))
+        m = self.memory_for(req.layout)
+        ctx = await self._run(lambda: m.instruction_context(req.root))
         out = w.WorkspaceInstructionContext(backend_type=ctx.backend_type, enabled=ctx.enabled)
         if ctx.instruction_path_hint is not None:
             out.instruction_path_hint = ctx.instruction_path_hint
         return out
 
     async def BuildInstructions(self, req: w.BuildInstructionsRequest, call: Call) -> Any:
-        text = await self._run(lambda: self.memory.build_instructions(req.root, req.role))
+        m = self.memory_for(req.layout)
+        text = await self._run(lambda: m.build_instructions(req.root, req.role))
         return w.WorkspaceText(text=text)
 
     def generic_handler(self) -> grpc.GenericRpcHandler:

@@ -71,9 +71,9 @@ def _logs_to_stderr() -> None:
 
 def _run(args: argparse.Namespace) -> int:
     _logs_to_stderr()
+    from stratamem.contract.hostkit.workspace_tools import plain_result as _plain
     from stratamem.core.home import resolve_home
     from stratamem.core.workspace.service import WorkspaceMemory
-    from stratamem.core.workspace.tools import _plain
 
     memory = WorkspaceMemory(resolve_home(getattr(args, "home", None)))
     root = Path(args.root).absolute() if args.root else Path(os.getcwd())
