@@ -4,15 +4,17 @@ prompt when recall records match the turn."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stratamem.core import LocalCore
+from stratamem.core.server.app import Service
 from stratamem.hosts.openclaw.v1 import openclaw_pb2 as pb
 from stratamem.openclaw.host import HookCtx
 from stratamem.openclaw.service import OpenClawService
@@ -20,10 +22,16 @@ from stratamem.openclaw.workspace import OpenClawWorkspace, tool_names
 
 
 @pytest.fixture
-def service(core: LocalCore, tmp_path: Path) -> Iterator[OpenClawService]:
-    ws = OpenClawWorkspace(tmp_path / "wshome")
-    yield OpenClawService(core, workspace=ws)
-    ws.close(wait=True)
+async def service(core: LocalCore) -> AsyncIterator[OpenClawService]:
+    """The host service as ``stratamem serve`` runs it: its workspace memory is a client of the
+    home's service (real gRPC on the home's Unix socket)."""
+    svc = await Service(core).start()
+    ws = OpenClawWorkspace(core.home)
+    try:
+        yield OpenClawService(core, workspace=ws)
+    finally:
+        await ws.aclose()
+        await svc.stop(1.0)
 
 
 def pctx(workspace: Path, session_key: str = "agent:main:w", run_id: str = "r") -> pb.HookContext:
@@ -161,9 +169,11 @@ async def test_a_fact_openclaw_wrote_into_memory_md_is_found_by_the_search_tool(
     listed = await call_tool(service, ws, "workspace_memory_list_files", {})
     assert [f["path"] for f in listed["result"]] == ["MEMORY.md", "memory/2026-06-01.md"]
     # once the background index over OpenClaw's files is built, it answers the same question
-    assert service.workspace is not None
-    assert service.workspace.memory.lancedb.refresher.wait_idle(60)
+    give_up = time.monotonic() + 60
     again = await call_tool(service, ws, "workspace_memory_search", {"query": "office Wi-Fi"})
+    while again["result"][0]["source"] != "index" and time.monotonic() < give_up:
+        await asyncio.sleep(0.2)
+        again = await call_tool(service, ws, "workspace_memory_search", {"query": "office Wi-Fi"})
     assert again["result"][0]["source"] == "index"
     assert again["result"][0]["path"] == "MEMORY.md"
 

@@ -2,11 +2,12 @@
 
 Target ``memory`` → a bullet in ``MEMORY.md``; target ``user`` → a recall record of kind ``preference``.
 ``replace``/``remove`` act on the entry matching ``metadata["old_text"]`` (as Hermes' tool matches it).
+The files and the recall store are the home's service's (a ``RemoteWorkspace`` on the provider's
+connection); only Hermes' matching rule lives here, over the host kit's normalisation.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from stratamem.contract.dtos import Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.recall_text import normalize_recall_content
 
 log = logging.getLogger("stratamem.hermes")
 
@@ -22,13 +24,6 @@ TARGETS = ("memory", "user")
 USER_KIND = "preference"
 USER_TAGS = ("hermes", "user")
 _lock = threading.Lock()
-
-
-@functools.cache
-def _workspace(home: Path) -> Any:
-    from stratamem.core.workspace.service import WorkspaceMemory
-
-    return WorkspaceMemory(home)
 
 
 def _entries(text: str) -> list[str]:
@@ -64,6 +59,14 @@ def apply_to_memory_md(text: str, action: str, content: str, old_text: str) -> s
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def old_text_of(action: str, content: str, meta: dict[str, Any]) -> str:
+    """The text naming the entry to change (a ``remove`` may name it in ``content``)."""
+    old_text = str(meta.get("old_text") or "")
+    if action == "remove" and not old_text:
+        old_text = content or ""
+    return old_text
+
+
 def validate(action: str, target: str, content: str, old_text: str) -> None:
     if action not in ACTIONS:
         raise StratamemError(ErrorCode.INVALID_ARGUMENT, f"unknown memory action {action!r}")
@@ -76,21 +79,19 @@ def validate(action: str, target: str, content: str, old_text: str) -> None:
 
 
 def mirror_memory_write(
+    ws: Any,
     hermes_home: Path,
-    home: Path,
     namespace: Namespace,
     action: str,
     target: str,
     content: str,
     metadata: dict[str, Any] | None,
 ) -> None:
-    """Apply one built-in memory write; bad input raises ``StratamemError`` and changes nothing."""
+    """Apply one built-in memory write through ``ws`` (a blocking ``RemoteWorkspace`` that opens
+    its roots); bad input raises ``StratamemError`` and changes nothing."""
     meta = dict(metadata or {})
-    old_text = str(meta.get("old_text") or "")
-    if action == "remove" and not old_text:
-        old_text = content or ""
+    old_text = old_text_of(action, content, meta)
     validate(action, target, content, old_text)
-    ws = _workspace(home)
     root = hermes_home.resolve()
     with _lock:
         if target == "memory":
@@ -126,9 +127,7 @@ def mirror_memory_write(
 def user_entry(ws: Any, root: Path, old_text: str) -> Any:
     """The mirrored ``user`` entry ``old_text`` identifies, as Hermes' own tool matches it: the
     exact (normalised) entry, else the one entry containing it; ``conflict`` if several do."""
-    from stratamem.core.workspace.recall import normalize_recall_content
-
-    records = ws.recall_store(root).candidates([USER_KIND], tags=USER_TAGS)
+    records = ws.list_recall(root, [USER_KIND], tags=list(USER_TAGS))
     wanted = normalize_recall_content(old_text)
     exact = [r for r in records if normalize_recall_content(r.content) == wanted]
     if exact:

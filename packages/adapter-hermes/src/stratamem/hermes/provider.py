@@ -51,6 +51,8 @@ _INTERNAL_PREFIXES = ("Review the conversation above",)
 SESSION_END_BOUND_S = 5.0
 SHUTDOWN_BOUND_S = 4.5
 TOOL_TIMEOUT_S = 30.0
+#: a mirrored memory-tool write waits this long for the service (it may still be starting)
+MIRROR_TIMEOUT_S = 30.0
 #: How long sync_turn waits for a core that is still opening before it spools the turn.
 SYNC_OPEN_WAIT_S = 2.0
 _SPOOL_CODES = frozenset(
@@ -420,15 +422,29 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        from stratamem.hermes.mirror import mirror_memory_write
+        from stratamem.hermes import mirror
 
         with self._lock:
-            if not self._writes or self._settings is None:
+            if not self._writes or self._settings is None or self._bridge is None:
                 return
             hermes_home = self._settings.hermes_home
-            home = self._settings.home
             namespace = self._namespace
-        mirror_memory_write(hermes_home, home, namespace, action, target, content, metadata)
+            bridge = self._bridge
+        meta = dict(metadata or {})
+        # bad input is refused here, before the service is asked anything
+        mirror.validate(action, target, content, mirror.old_text_of(action, content, meta))
+        bridge.call(
+            lambda core: mirror.mirror_memory_write(
+                core.workspace(open_roots=True),
+                hermes_home,
+                namespace,
+                action,
+                target,
+                content,
+                meta,
+            ),
+            timeout=MIRROR_TIMEOUT_S,
+        )
 
     # -- tools ----------------------------------------------------------------------------------
     def get_tool_schemas(self, **_: Any) -> list[dict[str, Any]]:
