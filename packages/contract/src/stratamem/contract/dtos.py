@@ -518,6 +518,8 @@ class HostLlmHello:
     host: str
     model: str = ""
     max_concurrency: int = 0
+    #: offer the host's model as the core's LLM while connected, if its config names none
+    as_default: bool = False
 
 
 @dataclass(frozen=True, slots=True)

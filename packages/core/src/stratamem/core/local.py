@@ -189,7 +189,8 @@ class LocalCore:
         counts["journal_set_aside"] = self.journal.set_aside_total
         llm_health = ModelHealth(
             available=self.llm is not None,
-            provider=str(self.config["llm"]["provider"] or "none"),
+            # a host's model borrowed while it is connected shows as provider "host"
+            provider=str(self.config["llm"]["provider"] or getattr(self.llm, "name", "") or "none"),
             model=str(self.config["llm"]["model"]),
         )
         return Health(

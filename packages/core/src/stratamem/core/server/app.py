@@ -125,7 +125,8 @@ class Service:
         self.opts = opts or ServeOptions()
         self.home = Path(core.home)
         self.config: dict[str, Any] = core.config
-        self.broker = HostLlmBroker()
+        self.broker = HostLlmBroker(on_default_lenders=self._borrow_host_llm)
+        self._borrowed_llm = False
         self.health = health.aio.HealthServicer()
         self.servers: list[grpc.aio.Server] = []
         self.socket_path: Path | None = None
@@ -137,6 +138,24 @@ class Service:
         self.viewer_url: str | None = None
         #: calls in flight / last call, for the idle exit of ``stratamem serve``
         self.activity = Activity()
+
+    def _borrow_host_llm(self, lenders: int) -> None:
+        """A host that offers its model as the default (``HostLlmHello.as_default``) is the core's
+        LLM while it is connected, if the home's config names no provider; the core goes back to
+        its deterministic fallbacks when the last such host leaves."""
+        provider = str(Section("llm", self.config.get("llm")).get_str("provider") or "").strip()
+        if provider not in ("", "none") or not hasattr(self.core, "llm"):
+            return
+        if lenders and self.core.llm is None:
+            from stratamem.core.llm.host import create_host_llm
+
+            self.core.llm = create_host_llm(self.config.get("llm") or {})
+            self._borrowed_llm = True
+            _log.info("llm.borrowed_from_host", lenders=lenders)
+        elif not lenders and self._borrowed_llm:
+            self.core.llm = None
+            self._borrowed_llm = False
+            _log.info("llm.host_lender_left")
 
     # ------------------------------------------------------------------ building
     def _server(self, principal_of: Any, interceptors: list[Any]) -> grpc.aio.Server:

@@ -34,6 +34,7 @@ DEFAULT_TIMEOUT_MS = 60_000
 class _Host:
     host: str
     model: str
+    as_default: bool = False
     outbox: asyncio.Queue[h.HostLlmDownstream | None] = field(
         default_factory=lambda: asyncio.Queue(256)
     )
@@ -43,10 +44,23 @@ class _Host:
 class HostLlmBroker:
     """Routes completion requests to the most recently connected host (one loop: the server's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_default_lenders: Callable[[int], None] | None = None) -> None:
         self._hosts: list[_Host] = []
         self._ids = itertools.count(1)
         self.loop: asyncio.AbstractEventLoop | None = None
+        #: told how many connected hosts offer their model as the core's default (``as_default``)
+        self._on_default_lenders = on_default_lenders
+
+    @property
+    def default_lenders(self) -> int:
+        return sum(1 for x in self._hosts if x.as_default)
+
+    def _lenders_changed(self) -> None:
+        if self._on_default_lenders is not None:
+            try:
+                self._on_default_lenders(self.default_lenders)
+            except Exception:
+                _log.exception("host_llm.default_lender_callback_failed")
 
     @property
     def connected(self) -> bool:
@@ -138,9 +152,11 @@ class HostLlmBroker:
         if first is None or first.WhichOneof("kind") != "hello":
             raise StratamemError(ErrorCode.PROTOCOL_ERROR, "HostLlm stream must start with hello")
         self.loop = asyncio.get_running_loop()
-        host = _Host(first.hello.host or "host", first.hello.model)
+        host = _Host(first.hello.host or "host", first.hello.model, first.hello.as_default)
         self._hosts.append(host)
-        _log.info("host_llm.connected", host=host.host, model=host.model)
+        _log.info("host_llm.connected", host=host.host, model=host.model, default=host.as_default)
+        if host.as_default:
+            self._lenders_changed()
 
         async def read() -> None:
             async for up in upstream:
@@ -163,6 +179,8 @@ class HostLlmBroker:
                 await reader
             with contextlib.suppress(ValueError):
                 self._hosts.remove(host)
+            if host.as_default:
+                self._lenders_changed()
             for fut in host.pending.values():
                 if not fut.done():
                     fut.set_exception(
