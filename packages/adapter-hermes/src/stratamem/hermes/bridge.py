@@ -22,16 +22,9 @@ T = TypeVar("T")
 Opener = Callable[..., Any]
 
 
-def default_opener(home: Path, **overrides: Any) -> Any:
-    """The home's core as a blocking object: a thin client of the home's resident service.
-
-    With overrides (lending Hermes' model to the core needs the core in this process) the engine is
-    opened in-process instead, as an embedder would (``BlockingCore.open`` goes through ``open_core``).
-    """
-    if overrides:
-        from stratamem.core.blocking import BlockingCore
-
-        return BlockingCore.open(home, **overrides)
+def default_opener(home: Path, **_: Any) -> Any:
+    """The home's core as a blocking object: a thin client of the home's resident service (lending
+    Hermes' model goes over the service's ``HostLlm`` stream, see ``host_llm``)."""
     from stratamem.contract.hostkit.client import connect_blocking
 
     return connect_blocking(home)
@@ -73,11 +66,9 @@ class CoreBridge:
         home: Path,
         opener: Opener | None = None,
         workers: int = 4,
-        overrides: dict[str, Any] | None = None,
     ) -> None:
         self.home = home
         self._opener: Opener = opener or default_opener
-        self._overrides = dict(overrides or {})
         self._pool = _DaemonPool("stratamem-hermes")
         self._lock = threading.Lock()
         self._opening: cf.Future[Any] | None = None
@@ -95,7 +86,7 @@ class CoreBridge:
     def _open(self) -> Any:
         """Open the core, then run the on-open callbacks (the spool replay) before any call sees
         it: turns acknowledged while the core was opening are read-your-writes too."""
-        core = self._opener(self.home, **self._overrides)
+        core = self._opener(self.home)
         for callback in list(self._on_open):
             try:
                 callback(core)
@@ -184,15 +175,13 @@ _REGISTRY_LOCK = threading.Lock()
 _REGISTRY: dict[Path, tuple[CoreBridge, int]] = {}
 
 
-def acquire(
-    home: Path, opener: Opener | None = None, overrides: dict[str, Any] | None = None
-) -> CoreBridge:
-    """A lease on the process-wide bridge of ``home`` (the first lease's overrides open the core)."""
+def acquire(home: Path, opener: Opener | None = None) -> CoreBridge:
+    """A lease on the process-wide bridge of ``home``."""
     key = home.resolve()
     with _REGISTRY_LOCK:
         entry = _REGISTRY.get(key)
         if entry is None or entry[0]._closed:
-            bridge = CoreBridge(key, opener, overrides=overrides)
+            bridge = CoreBridge(key, opener)
             bridge.add_on_open(bridge.spool.replay)
             _REGISTRY[key] = (bridge, 1)
         else:

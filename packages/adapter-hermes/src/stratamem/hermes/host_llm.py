@@ -1,7 +1,10 @@
 """Lend Hermes' own model to the core as its ``host`` LLM (Hermes 0.19: ``agent.plugin_llm.PluginLlm``).
 
 ``PluginLlm.complete`` runs the user's active model with Hermes' own auth and routing; Stratamem never
-sees a key. Used only when Stratamem has no LLM of its own and ``lend_llm`` is on.
+sees a key. With ``lend_llm`` on, the Hermes process keeps one ``HostLlm`` stream open to the home's
+service (the host kit's ``HostLlmLender``) offering its model as the default: the service uses it
+while the stream is open if its config names no LLM provider (a configured provider wins; Hermes is
+then only its fallback).
 """
 
 from __future__ import annotations
@@ -16,19 +19,9 @@ log = logging.getLogger("stratamem.hermes")
 
 PLUGIN_ID = "stratamem"
 _lock = threading.Lock()
-_lease: dict[str, Any] = {"count": 0, "unregister": None}
-
-
-def core_has_llm(home: Path) -> bool:
-    """Whether the home's own config names an LLM provider (then nothing is lent)."""
-    try:
-        from stratamem.core.config import load_config
-
-        cfg = load_config(home, {})
-    except Exception:
-        return False
-    provider = str((cfg.get("llm") or {}).get("provider") or "").strip().lower()
-    return provider not in ("", "none")
+_lease: dict[str, Any] = {"count": 0, "lender": None}
+#: how long the lender waits for the home's service each time it (re)connects
+CONNECT_BUDGET_S = 10.0
 
 
 def hermes_complete_fn() -> Callable[..., dict[str, Any]] | None:
@@ -70,19 +63,29 @@ def hermes_complete_fn() -> Callable[..., dict[str, Any]] | None:
     return complete
 
 
-def lend() -> bool:
-    """Register Hermes' model in the core's host registry (once per process, reference counted)."""
+def lend(home: Path) -> bool:
+    """Lend Hermes' model to ``home``'s service (once per process, reference counted)."""
     with _lock:
         if _lease["count"] == 0:
             fn = hermes_complete_fn()
             if fn is None:
                 return False
-            from stratamem.core.llm import register_host_llm
+            from stratamem.contract.hostkit.client import ensure_service
+            from stratamem.contract.hostkit.host_llm import HostLlmLender
 
-            _lease["unregister"] = register_host_llm(fn, name="hermes")
-            log.info("stratamem: Hermes' model is lent to the core as its host LLM")
+            def connect() -> str:
+                # the provider's own connection starts the service; the lender only finds it
+                return "unix:" + ensure_service(home, CONNECT_BUDGET_S, start=False)
+
+            _lease["lender"] = HostLlmLender(connect, fn, host="hermes", as_default=True).start()
+            log.info("stratamem: Hermes' model is lent to the home's service as its host LLM")
         _lease["count"] += 1
         return True
+
+
+def lender() -> Any:
+    """The running ``HostLlmLender`` of this process, if any."""
+    return _lease["lender"]
 
 
 def unlend() -> None:
@@ -90,6 +93,6 @@ def unlend() -> None:
         if _lease["count"] == 0:
             return
         _lease["count"] -= 1
-        if _lease["count"] == 0 and _lease["unregister"] is not None:
-            _lease["unregister"]()
-            _lease["unregister"] = None
+        if _lease["count"] == 0 and _lease["lender"] is not None:
+            _lease["lender"].close()
+            _lease["lender"] = None

@@ -29,7 +29,7 @@ from stratamem.contract.dtos import (
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.hermes import bridge as bridges
 from stratamem.hermes import tools
-from stratamem.hermes.host_llm import core_has_llm, lend, unlend
+from stratamem.hermes.host_llm import lend, unlend
 from stratamem.hermes.host_logging import use_host_logging
 from stratamem.hermes.messages import extract_turn
 from stratamem.hermes.settings import (
@@ -136,13 +136,10 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
                 workspace_id=str(workspace) if workspace else None,
                 session_key=self._session_id or None,
             )
-            overrides: dict[str, Any] = {}
             if self._bridge is None:
-                if settings.lend_llm and not self._lent and not core_has_llm(settings.home):
-                    self._lent = lend()
-                    if self._lent:
-                        overrides["llm__provider"] = "host"  # the core borrows Hermes' model
-                self._bridge = bridges.acquire(settings.home, self._opener, overrides)
+                if settings.lend_llm and not self._lent:
+                    self._lent = lend(settings.home)  # the service borrows Hermes' model
+                self._bridge = bridges.acquire(settings.home, self._opener)
             bridge = self._bridge
             self._spool = bridge.spool
             self._shut = False
