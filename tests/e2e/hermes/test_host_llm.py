@@ -62,8 +62,8 @@ def test_with_lend_llm_on_the_service_borrows_hermes_model(
         provider.sync_turn(
             "Remember: the boathouse key hangs behind the teal barometer.", "Noted: teal."
         )
-        provider.on_turn_start(2, "Where is the boathouse key kept?")
-        provider.prefetch("Where is the boathouse key kept?")
+        found = provider.handle_tool_call("memos_search", {"query": "Where is the boathouse key?"})
+        assert "barometer" in found, found
         # the service's recall filter ran on Hermes' model: its prompt reached the user's endpoint
         assert _wait(
             lambda: any(
