@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -42,9 +41,11 @@ class HostModel:
         return {"text": "HOST: " + messages[-1]["content"], "model": "host-model", "usage": {}}
 
 
-async def _until(check: Callable[[], bool], timeout: float = 30.0) -> bool:
-    give_up = time.monotonic() + timeout
-    while not check() and time.monotonic() < give_up:
+async def _until(check: Callable[[], bool], within_s: float = 30.0) -> bool:
+    """Poll ``check`` (a generous bound: the machine is shared)."""
+    for _ in range(int(within_s / 0.05)):
+        if check():
+            return True
         await asyncio.sleep(0.05)
     return check()
 
