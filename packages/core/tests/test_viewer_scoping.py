@@ -21,7 +21,12 @@ from viewer_support import call, running_viewer, turn
 ALPHA = Namespace(agent_kind="alpha", profile_id="pa")
 ALPHA_B = Namespace(agent_kind="alpha", profile_id="pb")
 BETA = Namespace(agent_kind="beta", profile_id="pb")
-TOKENS = {"beta-only": ("beta/pb",), "alpha-pb": ("alpha/pb",), "owner-token": ("*",)}
+TOKENS = {
+    "beta-only": ("beta/pb",),
+    "alpha-pb": ("alpha/pb",),
+    "gamma-any": ("gamma/*",),  # a pattern whose namespaces hold nothing yet
+    "owner-token": ("*",),
+}
 BETA_TOKEN = {"Authorization": "Bearer beta-only"}
 SECRETS = {"alpha/pa": b"4711", "alpha/pb": b"3386", "beta/pb": b"9922"}
 
@@ -218,3 +223,22 @@ async def test_namespaces_and_figures_never_scan_the_traces_table(tmp_path: Path
         finally:
             del store.scan
         assert [s for s in scans if s[0] == "traces"] == []
+
+
+async def test_a_pattern_token_with_no_memories_yet_learns_nothing_about_other_rows(
+    tmp_path: Path,
+) -> None:
+    async with running_viewer(tmp_path, tokens=TOKENS) as (core, viewer):
+        ids = await _three_namespaces(core)
+        gamma = {"Authorization": "Bearer gamma-any"}
+        spaces = (await call(viewer.url + "api/namespaces", headers=gamma)).json()
+        assert spaces["items"] == [] and spaces["total"] == 0
+        growth = (await call(viewer.url + "api/metrics", headers=gamma)).json()
+        assert growth["memory_growth"] == [] and growth["recall_latency"] == []
+        for tid in ids.values():  # an existing row answers like a missing one
+            got = await call(viewer.url + f"api/traces/{tid}", headers=gamma)
+            assert got.status == 404
+        missing = await call(viewer.url + "api/traces/tr_doesnotexist", headers=gamma)
+        assert missing.status == 404
+        listing = await call(viewer.url + "api/traces?namespace=gamma/g1", headers=gamma)
+        assert listing.status == 200 and listing.json()["items"] == []

@@ -144,7 +144,10 @@ class ViewerApi:
             return None
         if req.access.allows(owner):
             return owner
-        return await self._acting(req)
+        try:
+            return await self._acting(req)
+        except StratamemError:  # no namespace to act in: the row does not exist for this caller
+            return None
 
     def _list_query(self, req: Request, ns: Namespace | None) -> ListQuery:
         q = _query_text(req, required=False) or None
