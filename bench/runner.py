@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine
-from bench.sizes import ANN_PHASE_MIN_ROWS, SECTIONS, SIZES, Size
+from bench.sizes import ANN_PHASE_MIN_ROWS, SECTIONS, SERVED_ONLY_MIN_ROWS, SIZES, Size
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,8 +100,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     size.queries,
                     size.warmup,
                     threshold,
-                    n >= ANN_PHASE_MIN_ROWS,
+                    ANN_PHASE_MIN_ROWS <= n < SERVED_ONLY_MIN_ROWS,
                     args.seed,
+                    served_only=n >= SERVED_ONLY_MIN_ROWS,
                 )
             )
         res["scaling"] = {

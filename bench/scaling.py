@@ -218,7 +218,11 @@ async def run_size(
     ann_phase: bool,
     seed: int,
     footprint: bool = True,
+    served_only: bool = False,
 ) -> dict[str, Any]:
+    """``served_only`` (1M, ``--size full``): the served path and its baselines (exact numpy,
+    LanceDB flat) only — no seed-design SQLite copy and no separate footprint processes, which
+    would each hold another copy of the vectors."""
     from stratamem.core.engine.assemble import open_local_core
 
     out: dict[str, Any] = {"rows": size, "queries": n_queries - warmup, "warmup": warmup}
@@ -244,13 +248,15 @@ async def run_size(
             out["hot_load_s"] = round(time.perf_counter() - t0, 2)
             if core.store.hot is not None:
                 out["hot"] = core.store.hot.stats()["traces"]
-            seed_db = SeedDesign(home / "seed.db", ids, matrix)
+            out["memory_mb_after_load"] = memory_mb()
+            seed_db = None if served_only else SeedDesign(home / "seed.db", ids, matrix)
             try:
                 out["flat"] = await _measure(
                     core, embedder, ids, matrix, queries, warmup, False, "flat", seed_db
                 )
             finally:
-                seed_db.close()
+                if seed_db is not None:
+                    seed_db.close()
             out["memory_mb"] = memory_mb()
             if ann_phase:
                 # the store reads its settings through the home's storage section: set it there
@@ -267,7 +273,7 @@ async def run_size(
             out["disk_mb"] = round(dir_bytes(home / "data") / 1e6, 1)
         finally:
             await core.shutdown()
-        if footprint:
+        if footprint and not served_only:
             # peak memory of recall, the engine and the seed design each in its own process
             from bench.footprint import compare
 

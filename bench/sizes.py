@@ -47,4 +47,8 @@ SIZES = {
 }
 #: sizes at and above this also get the ANN phase (forced below the production threshold)
 ANN_PHASE_MIN_ROWS = 10_000
+#: sizes at and above this measure the served path only (the hot index and its baselines: exact
+#: numpy, LanceDB flat): no seed-design copy, no LanceDB IVF phase, no footprint processes — each
+#: would hold another copy of 1M vectors on a 2-core, 24 GB machine shared with others
+SERVED_ONLY_MIN_ROWS = 1_000_000
 SECTIONS = ("scaling", "capture", "grpc", "soak", "quality", "locomo", "startup")
