@@ -136,3 +136,36 @@ def test_hot_path_ratios_fixed_overhead_memory_and_flush_reads_get_verdicts() ->
     flush = by["search after a flush per turn / after optimize (p50)"]
     assert flush["verdict"] == "**met**"
     assert "peak RSS engine / seed design" in render(res)
+
+
+def test_capture_and_grpc_floors_are_reported_beside_the_figures() -> None:
+    res = _result(20.0, 8.0, 100_000)
+    cap = res["capture"]  # type: ignore[index]
+    for phase in ("paced", "burst"):
+        cap[phase]["bare_commit_ms"] = _lat(1.5, 3.5)
+        cap[phase]["ack_minus_bare_ms"] = {"p50": 0.5, "p95": 0.5}
+    grpc: dict[str, object] = {
+        "rows": 10_000,
+        "query": "q",
+        "iterations": 400,
+        "interleaved": True,
+        "reply_bytes": 4000,
+        "in_process": {"search": _lat(3.0, 5.0), "health": _lat(0.4, 0.6)},
+        "bare_grpc_ms": {"unix_socket": _lat(0.4, 0.7), "tcp_loopback": _lat(0.5, 0.8)},
+        "overhead_ms": {},
+    }
+    for name in ("unix_socket", "tcp_loopback", "unix_socket_no_file_logs"):
+        grpc[name] = {"search": _lat(3.8, 5.9), "health": _lat(1.0, 1.3)}
+        grpc["overhead_ms"][name] = {  # type: ignore[index]
+            "search": {"p50": 0.8, "p95": 0.9},
+            "health": {"p50": 0.6, "p95": 0.7},
+        }
+    res["grpc"] = grpc
+    by = {r["figure"]: r for r in headline(res)[0]}
+    assert "bare fsync'd SQLite commit" in by["capture ack (turn_end, journal) p50 / p95"]["note"]
+    g = by["gRPC overhead p95 (Unix socket / TCP loopback)"]
+    assert g["verdict"] == "**met**" and "bare grpcio unary" in g["note"]
+    md = render(res)
+    assert "ack minus bare commit (paced) p50 / p95 | 0.50 / 0.50 ms" in md
+    assert "bare grpcio unary echo, unix socket | 0.40 / 0.70 (0.20)" in md
+    assert "unix socket no file logs" in md
