@@ -706,6 +706,8 @@ def render(res: dict[str, Any]) -> str:
                     "RSS MB",
                     "hot MB",
                     "Lance cache MB",
+                    "embed cache MB",
+                    "SQLite MB",
                     "",
                 ],
                 [
@@ -723,6 +725,8 @@ def render(res: dict[str, Any]) -> str:
                         str(c["rss_mb"]),
                         str(c.get("hot_mb", "")),
                         str(c.get("lance_cache_mb", "")),
+                        str(c.get("embed_cache_mb", "")),
+                        str(c.get("sqlite_mb", "")),
                         c.get("note", ""),
                     ]
                     for c in so["curve"]
@@ -797,7 +801,8 @@ def _soak_summary(so: dict[str, Any]) -> list[str]:
             f"- **Memory after warm-up** (turn {mem['from_turn']:,} → {mem['to_turn']:,}): RSS "
             f"{mem['rss_mb']:+} MB ({mem['rss_per_10k_mb']:+} MB per 10k turns) = hot index "
             f"{mem['hot_index_mb']:+} MB (data, {mem['hot_index_per_10k_mb']:+} per 10k) + LanceDB "
-            f"caches {mem['lance_cache_mb']:+} MB (bounded) + **remainder "
+            f"caches {mem['lance_cache_mb']:+} MB (bounded) + embedding cache "
+            f"{mem.get('embed_cache_mb', 0):+} MB (bounded: `embedding.cache.max_items`) + **remainder "
             f"{mem['remainder_mb']:+} MB ({mem['remainder_per_10k_mb']:+} MB per 10k turns)**; "
             "target: the remainder ≤ 10 MB per 10k turns.",
         ]

@@ -49,6 +49,10 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
         "hot_mb": hot["total"],
         "hot_vectors_mb": hot["vectors"],
         "lance_cache_mb": round(core.store.cache_bytes() / 1e6, 2),
+        "embed_cache_mb": _embed_cache_mb(core),
+        "sqlite_mb": round(
+            sum(p.stat().st_size for p in (home / "data").glob("stratamem.db*")) / 1e6, 2
+        ),
         "state": _state(core),
     }
 
@@ -76,6 +80,11 @@ def memory_summary(curve: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
     for k in ("rss_mb", "hot_index_mb", "lance_cache_mb", "remainder_mb"):
         out[k.replace("_mb", "_per_10k_mb")] = round(out[k] * scale, 1)
     return out
+
+
+def _embed_cache_mb(core: Any) -> float:
+    size = getattr(getattr(core, "embedder", None), "memory_bytes", None)
+    return round(size() / 1e6, 2) if size is not None else 0.0
 
 
 def _state(core: Any) -> dict[str, int]:

@@ -39,6 +39,13 @@ class CachedEmbedder:
     def __len__(self) -> int:
         return len(self._items)
 
+    def memory_bytes(self) -> int:
+        """What the cached vectors and their keys hold (bounded by ``max_items``)."""
+        with self._lock:
+            rows = list(self._items.values())
+        per_key = 64 + 49 + 100  # a sha256 hex key, its str header, the dict/list node
+        return sum(r.nbytes for r in rows) + len(rows) * per_key
+
     def _get(self, key: str) -> Vectors | None:
         with self._lock:
             row = self._items.get(key)
