@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from stratamem.core.retrieval.candidates import Candidate
+from stratamem.core.retrieval.candidates import Candidate, rows_matrix
 
 #: per-channel RRF weights (vector + BM25 carry the signal; substring patterns only help)
 CHANNEL_WEIGHTS: dict[str, float] = {
@@ -197,7 +197,7 @@ class _Redundancy:
             if it.cand.vectors:
                 groups.setdefault(it.cand.vectors[0].shape, []).append(i)
         self.groups = {
-            shape: (np.array(idx), np.stack([items[i].cand.vectors[0] for i in idx]))
+            shape: (np.array(idx), rows_matrix([items[i].cand.vectors[0] for i in idx]))
             for shape, idx in groups.items()
         }
 
