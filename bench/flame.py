@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 LOOP_FRAME = "hot_loop"
+#: tiers gathered as tasks run on stacks of their own (the event loop, not ``hot_loop``): a sample
+#: whose stack holds a retrieval frame belongs to the loop too (an earlier version dropped them)
+TASK_FRAMES = ("_Run.",)
 
 
 async def hot_loop(
@@ -114,7 +117,7 @@ def summarise(raw: Path, top: int = 25) -> tuple[int, list[tuple[str, int, int]]
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         frames = stack.split(";")
-        if not any(LOOP_FRAME in f for f in frames):
+        if not any(LOOP_FRAME in f or f.startswith(TASK_FRAMES) for f in frames):
             continue
         c = int(count)
         total += c
