@@ -118,10 +118,10 @@ def test_the_loaded_config_has_every_table_key(tmp_path: Path) -> None:
 
 
 def test_the_store_prunes_versions_with_the_tables_window(tmp_path: Path) -> None:
-    """lance.py used to fall back to 3600 s where the table says 300 s."""
+    """lance.py used to fall back to 3600 s where the table says otherwise (now 60 s)."""
     store = LanceStore(tmp_path, 8, "none", {})
     assert (
         store.cfg.get_int("cleanup_older_than_s")
-        == 300
+        == 60
         == DEFAULTS["storage"]["cleanup_older_than_s"]
     )
