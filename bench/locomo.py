@@ -39,7 +39,10 @@ _DATE_FMT = "%I:%M %p on %d %B, %Y"
 SYSTEMS = ("search", "turn_start", "bm25", "vector", "rrf")
 #: ``search`` again with the earlier tier-2 path, in the same run over the same homes
 VARIANTS: dict[str, dict[str, Any]] = {
-    "search (rank fusion, before)": {"retrieval__trace_fusion": "rrf"}
+    "search (rank fusion, before)": {"retrieval__trace_fusion": "rrf"},
+    # the relevance floor (shipped off): what it abstains on category 5 and what it costs
+    "search (floor 0.3)": {"retrieval__relevance_floor_cosine": 0.3},
+    "search (floor 0.4)": {"retrieval__relevance_floor_cosine": 0.4},
 }
 
 
@@ -304,9 +307,9 @@ def score(questions: Sequence[Question], runs: dict[str, dict[str, Any]]) -> dic
                 "p95": round(percentile(toks, 95), 1),
                 "max": max(toks),
             }
-            row["empty_on_answerable"] = _r(
-                metrics.mean([float(not res[q.id]["ranked"]) for q in answerable])
-            )
+        row["empty_on_answerable"] = _r(
+            metrics.mean([float(not res[q.id]["ranked"]) for q in answerable])
+        )
         adv = [q for q in adversarial if q.id in res]
         if adv:
             row["abstention_cat5"] = _r(metrics.mean([float(not res[q.id]["ranked"]) for q in adv]))
@@ -401,14 +404,15 @@ async def run_locomo(
     notes = []
     if llm_overrides is None:
         notes.append(
-            "LLM paths: not measured (no STRATAMEM_BENCH_LLM_ENDPOINT). With an OpenAI-compatible "
-            "LLM configured, `search+llm` / `turn_start+llm` run the same questions with the LLM "
-            "relevance filter on (the engine has no LLM query rewriting yet); offline defaults "
+            "LLM paths: not measured (no `--llm-url` / STRATAMEM_BENCH_LLM_ENDPOINT). With an "
+            "OpenAI-compatible LLM configured, `search+llm` / `turn_start+llm` run the same "
+            "questions with LLM query rewriting and the LLM relevance filter on; offline defaults "
             "stay the figure that counts."
         )
     else:
         notes.append(
-            "LLM paths: `+llm` rows ran with the LLM relevance filter on, against "
+            "LLM paths: `+llm` rows ran with LLM query rewriting and the LLM relevance filter on, "
+            "against "
             f"{llm_overrides.get('llm__endpoint')} (a scripted stub measures plumbing, not quality)."
         )
     out: dict[str, Any] = {
@@ -424,18 +428,23 @@ async def run_locomo(
     return out
 
 
-def llm_overrides_from_env() -> dict[str, Any] | None:
-    """The LLM paths' config from ``STRATAMEM_BENCH_LLM_ENDPOINT`` / ``_MODEL`` / ``_API_KEY``
-    (any OpenAI-compatible server); None when no endpoint is set."""
-    endpoint = os.environ.get("STRATAMEM_BENCH_LLM_ENDPOINT", "")
+def llm_overrides_from_env(
+    url: str | None = None, model: str | None = None
+) -> dict[str, Any] | None:
+    """The LLM paths' config (query rewriting and the relevance filter on) for ``url`` (the
+    ``--llm-url`` switch), else ``STRATAMEM_BENCH_LLM_ENDPOINT`` / ``_MODEL`` / ``_API_KEY`` (any
+    OpenAI-compatible server); None when neither names an endpoint."""
+    endpoint = url or os.environ.get("STRATAMEM_BENCH_LLM_ENDPOINT", "")
     if not endpoint:
         return None
     return {
         "llm__provider": "openai_compatible",
         "llm__endpoint": endpoint,
-        "llm__model": os.environ.get("STRATAMEM_BENCH_LLM_MODEL", "") or "default",
+        "llm__model": model or os.environ.get("STRATAMEM_BENCH_LLM_MODEL", "") or "default",
         "llm__api_key": os.environ.get("STRATAMEM_BENCH_LLM_API_KEY", ""),
         "llm__fallback_to_host": False,
+        "retrieval__llm_query_rewrite": True,
+        "retrieval__llm_filter_enabled": True,
     }
 
 
@@ -494,10 +503,11 @@ def render(res: dict[str, Any]) -> str:
     ]
     lines.append("|---|---|---|---|")
     for name, s in res["systems"].items():
-        if "tokens" in s:
-            t = s["tokens"]
+        if "tokens" in s or name.startswith("search"):
+            t = s.get("tokens")
+            size = f"{t['median']} / {t['p95']} / {t['max']}" if t else "–"
             lines.append(
-                f"| {name} | {t['median']} / {t['p95']} / {t['max']} | "
+                f"| {name} | {size} | "
                 f"{_f(s.get('empty_on_answerable'))} | {_f(s.get('abstention_cat5'))} |"
             )
     if "search" in res["systems"] and "all" in res["systems"]["search"]:

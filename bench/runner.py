@@ -49,6 +49,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="keep the LoCoMo homes here and reuse them when present (retrieval tuning only)",
     )
     p.add_argument(
+        "--llm-url",
+        default=None,
+        help="OpenAI-compatible endpoint: LoCoMo also reports `+llm` rows with LLM query rewriting "
+        "and the relevance filter on (else $STRATAMEM_BENCH_LLM_ENDPOINT)",
+    )
+    p.add_argument("--llm-model", default=None, help="model name for --llm-url")
+    p.add_argument(
         "--set",
         action="append",
         default=[],
@@ -155,7 +162,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             max_convs=size.locomo_convs,
             max_questions=size.locomo_questions,
             homes=args.locomo_homes,
-            llm_overrides=llm_overrides_from_env(),
+            llm_overrides=llm_overrides_from_env(args.llm_url, args.llm_model),
             overrides=config_overrides(args),
         )
         if "skipped" in res["locomo"]:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.locomo import load, parse_conversation, pick, render, run_locomo, score
+from bench.locomo import (
+    llm_overrides_from_env,
+    load,
+    parse_conversation,
+    pick,
+    render,
+    run_locomo,
+    score,
+)
 
 CORE_TESTS = str(Path(__file__).resolve().parents[2] / "packages" / "core" / "tests")
 RAW = {
@@ -100,6 +108,8 @@ async def test_the_harness_runs_end_to_end_with_the_llm_rows_over_a_scripted_ser
     from stub_server import StubOpenAIServer
 
     from stratamem.core.embedding import load_embedder
+    from stratamem.core.retrieval.llm_filter import TASK as FILTER_TASK
+    from stratamem.core.retrieval.llm_rewrite import TASK as REWRITE_TASK
 
     p = tmp_path / "d.json"
     p.write_text(json.dumps([RAW]))
@@ -108,11 +118,8 @@ async def test_the_harness_runs_end_to_end_with_the_llm_rows_over_a_scripted_ser
             load_embedder({}),
             p,
             llm_overrides={
-                "llm__provider": "openai_compatible",
-                "llm__endpoint": server.url,
-                "llm__model": "stub",
+                **(llm_overrides_from_env(server.url, "stub") or {}),
                 "llm__max_retries": 0,
-                "llm__fallback_to_host": False,
             },
         )
         chats = [r for r in server.requests if "chat" in r.path]
@@ -120,6 +127,9 @@ async def test_the_harness_runs_end_to_end_with_the_llm_rows_over_a_scripted_ser
     assert {"search", "turn_start", "bm25", "vector", "rrf", "search+llm"} <= set(systems)
     assert systems["search"]["all"]["n"] == 2 and res["adversarial"] == 1
     assert chats  # the relevance filter really asked the (scripted) model
+    systems_sent = [str((r.json or {}).get("messages", [{}])[0].get("content", "")) for r in chats]
+    assert any(m.startswith(REWRITE_TASK) for m in systems_sent)  # and query rewriting did too
+    assert any(m.startswith(FILTER_TASK) for m in systems_sent)
     assert "stub" in " ".join(res["notes"])
     assert "search+llm" in render(res)
     # the filter kept at most the one memory the scripted model selected, per question
