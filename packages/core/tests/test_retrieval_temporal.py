@@ -5,7 +5,13 @@ from __future__ import annotations
 import datetime as dt
 
 from stratamem.core.retrieval.candidates import Pool
-from stratamem.core.retrieval.temporal import DAY_MS, lift_in_window, time_window
+from stratamem.core.retrieval.temporal import (
+    DAY_MS,
+    asks_present,
+    lift_in_window,
+    lift_recent,
+    time_window,
+)
 
 
 def ms(y: int, m: int, d: int) -> int:
@@ -79,3 +85,35 @@ def test_lift_in_window_adds_the_weight_to_fused_candidates_told_in_it() -> None
     assert pool.items["in"].prior == 0.7 and pool.items["out"].prior == 0.9
     assert pool.items["unfused"].prior is None
     assert lift_in_window(pool, None, 0.5) == 0
+
+
+def test_present_time_cues_are_recognised_and_past_questions_are_not() -> None:
+    for text in (
+        "Where do I work now?",
+        "What is my current job?",
+        "Which city do I live in at the moment?",
+        "Where am I living these days?",
+        "What's my latest 5k time?",
+    ):
+        assert asks_present(text), text
+    for text in ("Where did I work in 2021?", "What did Maria adopt?", "a knowing nod"):
+        assert not asks_present(text), text
+
+
+def test_lift_recent_puts_the_newest_of_the_best_candidates_ahead_of_a_superseded_one() -> None:
+    pool = Pool("trace", (), lambda r: "")
+    pool.add_channel(
+        "fts",
+        [
+            ({"id": "old", "ts": ms(2022, 1, 1)}, 1.0),  # the superseded statement, best words
+            ({"id": "mid", "ts": ms(2022, 6, 1)}, 1.0),
+            ({"id": "new", "ts": ms(2023, 1, 1)}, 1.0),  # the update
+            ({"id": "far", "ts": ms(2023, 5, 1)}, 1.0),  # newest, but not among the best two
+        ],
+    )
+    for rid, prior in (("old", 0.9), ("mid", 0.5), ("new", 0.7), ("far", 0.1)):
+        pool.items[rid].prior = prior
+    assert lift_recent(pool, 0.6, top=3) == 3
+    got = {rid: round(c.prior or 0.0, 6) for rid, c in pool.items.items()}
+    assert got == {"old": 0.9, "mid": 0.8, "new": 1.3, "far": 0.1}
+    assert lift_recent(pool, 0.0) == 0

@@ -246,6 +246,9 @@ DEFAULTS: dict[str, Any] = {
         #: Stratamem: with an LLM configured, restate the query as up to 3 search queries before
         #: recall (retrieval/llm_rewrite.py); off by default: one more LLM round trip per recall
         "llm_query_rewrite": False,
+        #: a query about the present ("… now?", "my current …") lifts the newest of the best traces
+        #: by this, the oldest by nothing (retrieval/temporal.py; 0 turns it off)
+        "present_recency_weight": 0.6,
     },
     "storage": {
         "fts_tokenizer": "trigram",

@@ -58,7 +58,13 @@ from stratamem.core.retrieval.render import (
 )
 from stratamem.core.retrieval.rollups import build_rollups
 from stratamem.core.retrieval.settings import lightweight_of, setting
-from stratamem.core.retrieval.temporal import by_cosine, lift_in_window, time_window
+from stratamem.core.retrieval.temporal import (
+    asks_present,
+    by_cosine,
+    lift_in_window,
+    lift_recent,
+    time_window,
+)
 from stratamem.core.routing import classify_intent, query_profile, schedule_injection
 from stratamem.core.storage.ownership import Scope, ids_where
 from stratamem.core.storage.ownership import quote as q
@@ -378,6 +384,8 @@ class _Run:
             near_rows=near_rows,
         )
         lift_in_window(pool, window, float(self.s("time_window_weight")))
+        if window is None and asks_present(said):  # "where do I live now?": newest first
+            lift_recent(pool, float(self.s("present_recency_weight")))
 
     # -- whole run -----------------------------------------------------------------------------
     async def run(self) -> RetrievalResult:

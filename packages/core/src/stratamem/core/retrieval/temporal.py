@@ -175,3 +175,38 @@ def by_cosine(
         out.append((r, cos))
     out.sort(key=lambda rc: -rc[1])
     return out
+
+
+#: the query asks about the present state of something that may have changed ("where do I live
+#: now?", "my current job"): the newest of the matching memories should lead
+_PRESENT = re.compile(
+    r"\b(?:now|nowadays|currently|current|at the moment|these days|latest|most recent|anymore)\b",
+    re.I,
+)
+#: how many of the best fused candidates compete on recency
+RECENT_TOP = 10
+
+
+def asks_present(text: str) -> bool:
+    """Whether ``text`` asks about the present state (a present-time cue, no explicit date)."""
+    return bool(_PRESENT.search(text or ""))
+
+
+def lift_recent(pool: Any, weight: float, top: int = RECENT_TOP) -> int:
+    """Add up to ``weight`` to the fused ``prior`` of the ``top`` best candidates by how recent
+    they are among themselves (the newest gains ``weight``, the oldest nothing): a superseded
+    statement that uses the question's own words no longer outranks the update that replaced
+    it. Returns how many were lifted."""
+    if weight <= 0:
+        return 0
+    best = sorted(
+        (c for c in pool.items.values() if c.prior is not None),
+        key=lambda c: -float(c.prior),
+    )[:top]
+    times = sorted({int(c.row.get("ts") or 0) for c in best})
+    if len(times) < 2:
+        return 0
+    rank = {ts: i / (len(times) - 1) for i, ts in enumerate(times)}
+    for c in best:
+        c.prior = float(c.prior) + weight * rank[int(c.row.get("ts") or 0)]
+    return len(best)
