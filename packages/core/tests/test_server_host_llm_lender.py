@@ -112,3 +112,28 @@ async def test_a_failing_host_model_is_a_typed_llm_error_and_the_stream_stays_up
             assert "the provider is down" in str(err.value)
     finally:
         lender.close()
+
+
+async def test_the_lender_comes_back_when_the_service_restarts(tmp_path: Path) -> None:
+    """The service leaves (drain, idle exit) and a new one takes the home: a lending host process
+    connects again by itself, and the new service borrows its model as the old one did."""
+    core = await open_local_core(tmp_path / "home", embedding__provider="none")
+    first = await Service(core).start()
+    socket = first.socket_path
+    model = HostModel()
+    lender = HostLlmLender(lambda: f"unix:{socket}", model, host="h", as_default=True).start()
+    second: Service | None = None
+    try:
+        assert await _until(lambda: core.llm is not None)
+        await first.stop(1.0)
+        assert await _until(lambda: core.llm is None)  # the stream ended with the service
+        second = await Service(core).start()
+        assert second.socket_path == socket
+        assert await _until(lambda: core.llm is not None)
+        done = await core.llm.complete([{"role": "user", "content": "again"}], timeout_s=20)
+        assert done.text == "HOST: again"
+    finally:
+        lender.close()
+        if second is not None:
+            await second.stop(1.0)
+        await core.shutdown()
