@@ -153,3 +153,26 @@ async def test_the_owner_opens_a_host_workspace_in_its_layout_and_edits_recall_t
     finally:
         await svc.stop(1.0)
         await core.shutdown()
+
+
+async def test_a_root_the_owner_opened_is_served_when_the_viewer_made_the_workspace_first(
+    tmp_path: Path,
+) -> None:
+    """The viewer and the gRPC service share one ``WorkspaceMemory``; whichever made it, a root the
+    owner opened is served (one set of served roots)."""
+    from stratamem.contract.remote import RemoteCore
+    from stratamem.core.viewer.workspace_api import WorkspaceApi
+
+    hermes_home = tmp_path / "hermes"
+    hermes_home.mkdir()
+    core = await open_local_core(tmp_path / "home", embedding__provider="none")
+    svc = await Service(core).start()
+    try:
+        assert WorkspaceApi(core, svc._workspace).memory is not None  # the viewer's, first
+        async with RemoteCore(f"unix:{svc.socket_path}", reconnect_s=0) as owner:
+            ws = owner.workspace(open_roots=True)
+            await ws.write(hermes_home, "- Prefers tea.\n")
+            assert (await ws.read(hermes_home)).content == "- Prefers tea.\n"
+    finally:
+        await svc.stop(1.0)
+        await core.shutdown()

@@ -86,15 +86,18 @@ class WorkspaceServicer:
             from stratamem.core.workspace.service import WorkspaceMemory
 
             embedder = getattr(self.core, "embedder", None)
-            memory = WorkspaceMemory(
+            self._shared[key] = WorkspaceMemory(
                 self.core.home,
                 embedder_factory=(lambda: embedder) if embedder is not None else None,
                 allowed_roots=(),
                 layout=name,
             )
-            memory.allowed_roots = self._roots()
-            self._shared[key] = memory
-        return self._shared[key]
+        memory = self._shared[key]
+        roots = self._roots()
+        if memory.allowed_roots is not roots:  # e.g. the viewer made it first: share one set
+            roots.update(memory.allowed_roots or ())
+            memory.allowed_roots = roots
+        return memory
 
     @property
     def memory(self) -> Any:
