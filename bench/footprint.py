@@ -56,6 +56,7 @@ async def _engine(args: argparse.Namespace) -> dict[str, Any]:
     from stratamem.contract.dtos import Namespace, RetrievalQuery
     from stratamem.core.engine.assemble import open_local_core
     from stratamem.core.retrieval.engine import RetrievalContext, retrieve, scheduled_tiers
+    from stratamem.core.storage.ownership import Scope
 
     class StoredVectors:
         """The home's embedding model by name and dimension; queries arrive as vectors."""
@@ -71,7 +72,10 @@ async def _engine(args: argparse.Namespace) -> dict[str, Any]:
             await core.store.hot.settle()
         ns = Namespace(agent_kind=AGENT)
         store = core.store
-        tables = {n: store.table(n) for n in ("traces", "policies", "world_models", "skills")}
+        tables = {
+            n: store.scoped(n, Scope.visible(ns))
+            for n in ("traces", "policies", "world_models", "skills")
+        }
         ms = []
         for i, q in enumerate(np.load(args.queries)):
             query = RetrievalQuery(
