@@ -798,13 +798,14 @@ def _soak_summary(so: dict[str, Any]) -> list[str]:
     out: list[str] = []
     if mem:
         out += [
-            f"- **Memory after warm-up** (turn {mem['from_turn']:,} → {mem['to_turn']:,}): RSS "
-            f"{mem['rss_mb']:+} MB ({mem['rss_per_10k_mb']:+} MB per 10k turns) = hot index "
-            f"{mem['hot_index_mb']:+} MB (data, {mem['hot_index_per_10k_mb']:+} per 10k) + LanceDB "
-            f"caches {mem['lance_cache_mb']:+} MB (bounded) + embedding cache "
-            f"{mem.get('embed_cache_mb', 0):+} MB (bounded: `embedding.cache.max_items`) + **remainder "
-            f"{mem['remainder_mb']:+} MB ({mem['remainder_per_10k_mb']:+} MB per 10k turns)**; "
-            "target: the remainder ≤ 10 MB per 10k turns.",
+            f"- **Memory after warm-up** (turns {mem['from_turn']:,} → {mem['to_turn']:,}, "
+            "least-squares slope per 10k turns): RSS "
+            f"{mem['rss_per_10k_mb']:+} MB = hot index {mem['hot_index_per_10k_mb']:+} MB (data) + "
+            f"LanceDB caches {mem['lance_cache_per_10k_mb']:+} MB (bounded: "
+            "`storage.lance_*_cache_mb`) + embedding cache "
+            f"{mem.get('embed_cache_per_10k_mb', 0):+} MB (bounded: `embedding.cache.max_items`) + "
+            f"**remainder {mem['remainder_per_10k_mb']:+} MB**; target: the remainder ≤ 10 MB per "
+            f"10k turns. End to end: RSS {mem['rss_mb']:+} MB, remainder {mem['remainder_mb']:+} MB.",
         ]
     if disk:
         out += [

@@ -57,28 +57,40 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
     }
 
 
+def _slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope (MB per turn): one RSS sample is noisy by tens of MB, a fit is not."""
+    n = len(points)
+    if n < 2:
+        return 0.0
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    var = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / var if var else 0.0
+
+
 def memory_summary(curve: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
-    """RSS growth from the first sample at or after ``warmup`` turns to the last one before the
-    flush, split into the hot index, LanceDB's caches and the remainder; each also per 10k turns."""
-    run = [c for c in curve if "note" not in c]
-    start = next((c for c in run if c["turns"] >= warmup), run[0])
-    end = run[-1]
-    turns = max(1, end["turns"] - start["turns"])
-
-    def grow(key: str) -> float:
-        return round(float(end[key]) - float(start[key]), 1)
-
-    out: dict[str, Any] = {
-        "from_turn": start["turns"],
-        "to_turn": end["turns"],
-        "rss_mb": grow("rss_mb"),
-        "hot_index_mb": grow("hot_mb"),
-        "lance_cache_mb": grow("lance_cache_mb"),
+    """Growth per 10k turns after ``warmup`` turns (least-squares slope over the samples before
+    the flush) of RSS, split into the hot index, LanceDB's caches, the embedding cache and the
+    remainder (RSS minus the three); plus the plain end-to-end growth of each."""
+    run = [c for c in curve if "note" not in c and c["turns"] >= warmup]
+    if not run:
+        return {}
+    keys = {
+        "rss": "rss_mb",
+        "hot_index": "hot_mb",
+        "lance_cache": "lance_cache_mb",
+        "embed_cache": "embed_cache_mb",
     }
-    out["remainder_mb"] = round(out["rss_mb"] - out["hot_index_mb"] - out["lance_cache_mb"], 1)
-    scale = 10_000 / turns
-    for k in ("rss_mb", "hot_index_mb", "lance_cache_mb", "remainder_mb"):
-        out[k.replace("_mb", "_per_10k_mb")] = round(out[k] * scale, 1)
+    out: dict[str, Any] = {"from_turn": run[0]["turns"], "to_turn": run[-1]["turns"]}
+    for name, key in keys.items():
+        pts = [(float(c["turns"]), float(c.get(key) or 0.0)) for c in run]
+        out[f"{name}_per_10k_mb"] = round(_slope(pts) * 10_000, 1)
+        out[f"{name}_mb"] = round(pts[-1][1] - pts[0][1], 1)
+    parts = ("hot_index", "lance_cache", "embed_cache")
+    for suffix in ("_mb", "_per_10k_mb"):
+        out[f"remainder{suffix}"] = round(
+            out[f"rss{suffix}"] - sum(out[f"{p}{suffix}"] for p in parts), 1
+        )
     return out
 
 

@@ -149,3 +149,19 @@ async def test_a_table_counts_as_possibly_non_empty_from_its_first_write_and_aft
     again = await LanceStore(tmp_path, DIM, "m", {}).open()
     assert again.may_have_rows("traces") and not again.may_have_rows("skills")
     again.close()
+
+
+async def test_the_engine_uses_the_system_allocator_for_arrow(tmp_path: Path) -> None:
+    """Arrow's mimalloc pool kept every write batch's pages (the soak's RSS growth): the store
+    switches the process to the system pool when it opens (``storage.arrow_memory_pool``)."""
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.mimalloc_memory_pool())
+    store = await LanceStore(tmp_path, DIM, "m", {}).open()
+    try:
+        assert pa.default_memory_pool().backend_name == "system"
+        rng = np.random.default_rng(3)
+        await store.upsert("traces", [_row(i, rng.standard_normal(DIM)) for i in range(3)])
+        assert await store.count("traces", Scope.everything("test")) == 3
+    finally:
+        store.close()
