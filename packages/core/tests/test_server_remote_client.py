@@ -125,3 +125,50 @@ def test_the_blocking_facade_serves_plain_threads(tmp_path: Path) -> None:
         run(core.shutdown())
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+
+
+async def test_list_traces_pages_by_cursor_over_grpc(tmp_path: Path) -> None:
+    """The keyset cursor crosses the wire: pages over the socket are disjoint and complete while
+    new traces arrive between them."""
+    from stratamem.contract.dtos import ListQuery, trace_cursor
+
+    core = await open_local_core(tmp_path / "home", embedding__provider="none")
+    svc = await Service(core).start()
+    try:
+        async with RemoteCore(f"unix:{svc.socket_path}") as remote:
+            base = int(time.time() * 1000) - 60_000
+            first = []
+            for i in range(7):
+                r = TurnResult(
+                    agent="hermes",
+                    session_id=f"s{i}",
+                    user_text=f"t{i}",
+                    agent_text="ok",
+                    ts=base + i,
+                    namespace=NS,
+                )
+                first.append((await remote.turn_end(r)).trace_id)
+            seen: list[str] = []
+            after: str | None = None
+            while True:
+                page = await remote.list_traces(ListQuery(limit=3, namespace=NS, after=after))
+                if not page:
+                    break
+                seen += [t.id for t in page]
+                after = trace_cursor(page[-1])
+                late = TurnResult(
+                    agent="hermes",
+                    session_id="late",
+                    user_text="late",
+                    agent_text="ok",
+                    ts=int(time.time() * 1000),
+                    namespace=NS,
+                )
+                await remote.turn_end(late)
+            assert seen == first[::-1]
+            with pytest.raises(StratamemError) as err:
+                await remote.list_traces(ListQuery(namespace=NS, after="not-a-cursor"))
+            assert err.value.code == "invalid_argument"
+    finally:
+        await svc.stop(1.0)
+        await core.shutdown()
