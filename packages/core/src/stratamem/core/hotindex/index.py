@@ -13,8 +13,6 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex.blas import limit_blas_threads
 from stratamem.core.hotindex.table import HotTable
@@ -52,7 +50,8 @@ class HotIndex:
     async def load(
         self, lance_tables: Mapping[str, Any], *, wait_ann: bool = True
     ) -> dict[str, int]:
-        """Replace every table's contents with LanceDB's (batch by batch, vectors included)."""
+        """Replace every table's contents with LanceDB's, batch by batch, column-wise (vectors as
+        one matrix per batch, postings as arrays): the state the write-through path would build."""
         counts: dict[str, int] = {}
         for name, tbl in lance_tables.items():
             if name not in self.tables:
@@ -62,7 +61,7 @@ class HotIndex:
             fresh.reserve(int(await tbl.count_rows()))
             reader = await tbl.query().to_batches(max_batch_length=8192)
             async for batch in reader:
-                fresh.upsert(_batch_rows(batch, fresh.vec_cols))
+                fresh.load_batch(batch)
                 await asyncio.sleep(0)  # a large home loads without starving the event loop
             self.tables[name] = fresh
             counts[name] = fresh.live
@@ -104,24 +103,3 @@ class HotIndex:
             }
             for name, t in self.tables.items()
         }
-
-
-def _batch_rows(batch: Any, vec_cols: Sequence[str]) -> list[dict[str, Any]]:
-    names = batch.schema.names
-    plain = [n for n in names if n not in vec_cols]
-    rows: list[dict[str, Any]] = batch.select(plain).to_pylist()
-    for c in vec_cols:
-        if c not in names:
-            continue
-        col = batch.column(c)
-        dim = col.type.list_size
-        flat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
-        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
-        if col.null_count:  # flatten() drops null entries: place the present ones
-            mat = np.zeros((len(col), dim), dtype=np.float32)
-            mat[valid] = flat.reshape(-1, dim)
-        else:
-            mat = flat.reshape(-1, dim)
-        for i, r in enumerate(rows):
-            r[c] = mat[i] if valid[i] else None
-    return rows

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex.ann import Ann
@@ -29,6 +30,54 @@ OWNER_COLUMNS = (
     "share_target",
 )
 Row = dict[str, Any]
+
+
+def rows_of(batch: pa.RecordBatch, vec_cols: Sequence[str]) -> list[Row]:
+    """The batch as row dicts, vector columns as float32 arrays (None where null)."""
+    names = batch.schema.names
+    plain = [n for n in names if n not in vec_cols]
+    rows: list[Row] = batch.select(plain).to_pylist()
+    for c in vec_cols:
+        if c not in names:
+            continue
+        mat, valid = _matrix(batch.column(c))
+        for i, r in enumerate(rows):
+            r[c] = mat[i] if valid[i] else None
+    return rows
+
+
+def _matrix(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed-size-list column as one float32 matrix (zeros where null) and its validity."""
+    dim = col.type.list_size
+    flat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+    valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+    if col.null_count:  # flatten() drops null entries: place the present ones
+        mat = np.zeros((len(col), dim), dtype=np.float32)
+        mat[valid] = flat.reshape(-1, dim)
+    else:
+        mat = flat.reshape(-1, dim)
+    return mat, valid
+
+
+def unit_matrix(batch: pa.RecordBatch, col: str, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Column ``col`` of ``batch`` as unit float32 rows and which rows hold one (a vector of
+    another length, a zero or non-finite norm holds none), normalised exactly as ``_put`` does:
+    the norm of each row by itself (a matrix-wide reduction may differ in the last bit)."""
+    if col not in batch.schema.names:
+        return None
+    arr = batch.column(col)
+    if getattr(arr.type, "list_size", None) != dim:
+        return None
+    mat, ok = _matrix(arr)
+    ok = ok.copy()
+    out = np.zeros_like(mat)
+    for i in np.flatnonzero(ok).tolist():
+        norm = float(np.linalg.norm(mat[i]))
+        if not norm or not math.isfinite(norm):
+            ok[i] = False
+            continue
+        out[i] = mat[i] / norm
+    return out, ok
 
 
 def _grow(arr: np.ndarray, need: int) -> np.ndarray:
@@ -87,6 +136,77 @@ class HotTable:
     def upsert(self, rows: Sequence[Mapping[str, Any]]) -> None:
         for row in rows:
             self._put(row)
+        self.version += 1
+
+    def load_batch(self, batch: pa.RecordBatch) -> None:
+        """Append one Arrow batch of rows new to this table, column by column (a load).
+
+        Ends in the state ``upsert`` of the same rows would leave (same slots, rows, codes,
+        postings, unit vectors): vectors are normalised as one matrix, the filter columns filled
+        from Arrow arrays, the texts indexed by ``Lexical.add_many``. A batch with an id already
+        here (or twice in it), or a table with an ANN graph, goes through ``upsert``.
+        """
+        names = batch.schema.names
+        k = batch.num_rows
+        ids = [str(i) for i in batch.column("id").to_pylist()]
+        if (
+            k == 0
+            or len(set(ids)) != k
+            or any(i in self.slot_of for i in ids)
+            or any(self.ann[c] is not None or self._ann_log[c] is not None for c in self.vec_cols)
+        ):
+            self.upsert(rows_of(batch, self.vec_cols))
+            return
+        plain = [n for n in names if n not in self.vec_cols and not n.startswith("_")]
+        rows: list[Row] = batch.select(plain).to_pylist()
+        first, end = self.n, self.n + k
+        self.n = end
+        for attr in ("alive", "owner", "priority", "ts", "session"):
+            setattr(self, attr, _grow(getattr(self, attr), end))
+        for c in self.vec_cols:
+            self.has[c] = _grow(self.has[c], end)
+        self.ids.extend(ids)
+        self.rows.extend(rows)
+        self.slot_of.update(zip(ids, range(first, end), strict=True))
+        self.alive[first:end] = True
+        self.live += k
+
+        def column(name: str) -> list[Any]:
+            return batch.column(name).to_pylist() if name in names else [None] * k
+
+        codes = np.empty(k, dtype=np.int32)
+        for i, key in enumerate(zip(*(column(c) for c in OWNER_COLUMNS), strict=True)):
+            code = self._owner_code.get(key)
+            if code is None:
+                code = self._owner_code[key] = len(self._owner_keys)
+                self._owner_keys.append(key)
+            codes[i] = code
+        self.owner[first:end] = codes
+        self.priority[first:end] = [float(v or 0.0) for v in column("priority")]
+        self.ts[first:end] = [int(v or 0) for v in column("ts")]
+        for i, sid in enumerate(column("session_id")):
+            if sid is None:
+                continue
+            code = self.session_code.setdefault(str(sid), len(self.session_code) + 1)
+            self._session_order.pop(code, None)
+            self.session[first + i] = code
+            self.by_session.setdefault(code, set()).add(first + i)
+        for i, tags in enumerate(column("tags")):
+            for t in tags or ():
+                self.tags.setdefault(str(t), set()).add(first + i)
+        self.lex.add_many(first, [str(v or "") for v in column("search_text")])
+        self.sub.invalidate()
+        for c in self.vec_cols:
+            got = unit_matrix(batch, c, self.dim)
+            if got is None:
+                continue
+            mat, ok = got
+            if not ok.any():
+                continue
+            if len(self.vecs[c]) < end:
+                self.vecs[c] = _grow(self.vecs[c], max(end, self._reserved))
+            self.vecs[c][first:end][ok] = mat[ok]
+            self.has[c][first:end] = ok
         self.version += 1
 
     def update(self, row_id: str, values: Mapping[str, Any]) -> None:
