@@ -166,6 +166,7 @@ async def run_soak(
                 "arrow_memory_pool",
                 "malloc_arena_max",
                 "malloc_trim_interval_s",
+                "malloc_mmap_threshold_kb",
             )
         },
         "curve": curve,

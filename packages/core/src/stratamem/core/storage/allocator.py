@@ -8,6 +8,10 @@ RSS grew ~30; the rest was native memory kept by allocators, not live data:
 * glibc gives each thread that allocates its own arena (up to 8 per core); LanceDB's runtime threads
   each grew theirs with freed-but-kept chunks. Fewer arenas and a periodic ``malloc_trim`` (which
   returns the free pages of every arena to the OS) keep that flat.
+* Even then, with live malloc bytes flat, the arenas' free space kept growing (fragmentation:
+  LanceDB's per-write buffers grow with the table, and glibc's dynamic mmap threshold climbs to
+  32 MB, so they land in the arenas and leave holes). A fixed mmap threshold sends every allocation
+  above it to its own mapping, returned to the OS on free: RSS then stayed flat over 3,500 turns.
 
 All of it is best-effort and silent off glibc/Linux; each knob is a ``storage.*`` key.
 """
@@ -24,8 +28,9 @@ from stratamem.core.telemetry import get_logger
 
 _log = get_logger("storage")
 
-#: glibc's mallopt parameter number for M_ARENA_MAX
+#: glibc's mallopt parameter numbers
 _M_ARENA_MAX = -8
+_M_MMAP_THRESHOLD = -3
 
 
 @cache
@@ -65,6 +70,14 @@ def limit_malloc_arenas(n: int) -> bool:
     if n <= 0 or libc is None:
         return False
     return bool(libc.mallopt(_M_ARENA_MAX, int(n)))
+
+
+def set_mmap_threshold(n_bytes: int) -> bool:
+    """Allocations of ``n_bytes`` and more get their own mapping (0 = glibc's dynamic default)."""
+    libc = _libc()
+    if n_bytes <= 0 or libc is None:
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, int(n_bytes)))
 
 
 def trim() -> bool:

@@ -77,6 +77,7 @@ class LanceStore:
         # before LanceDB's runtime threads start allocating (storage/allocator.py says why)
         allocator.use_arrow_pool(self.cfg.get_str("arrow_memory_pool"))
         allocator.limit_malloc_arenas(self.cfg.get_int("malloc_arena_max"))
+        allocator.set_mmap_threshold(self.cfg.get_int("malloc_mmap_threshold_kb") * 1024)
         mb = 1 << 20
         self._session = lancedb.Session(
             index_cache_size_bytes=self.cfg.get_int("lance_index_cache_mb") * mb,
