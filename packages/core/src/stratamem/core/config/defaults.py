@@ -290,8 +290,10 @@ DEFAULTS: dict[str, Any] = {
         #: cap on glibc malloc arenas (0 = glibc's 8 per core; each runtime thread grew its own)
         "malloc_arena_max": 2,
         #: glibc allocations of this size and more get their own mapping, returned on free (0 =
-        #: glibc's dynamic threshold, under which the soak's arenas fragmented: +37 MB per 10k turns)
-        "malloc_mmap_threshold_kb": 64,
+        #: glibc's dynamic threshold, under which the soak's arenas fragmented: +37 MB per 10k
+        #: turns). Each such allocation pays page faults: 64 KB made a 100k-slot numpy score pass 3x
+        #: slower; at 1 MB the hot path's arrays stay below it up to ~250k traces
+        "malloc_mmap_threshold_kb": 1024,
         #: return free malloc pages to the OS this often (glibc ``malloc_trim``; 0 = never)
         "malloc_trim_interval_s": 30,
     },
