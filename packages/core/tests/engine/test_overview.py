@@ -77,6 +77,7 @@ async def test_figures_follow_turns_and_deletes_and_growth_counts_per_day(
 async def test_reading_the_figures_touches_neither_traces_nor_episodes(svc: EngineServices) -> None:
     for i in range(3):
         await _capture(svc, ALICE, f"s{i}", now())
+    await svc.journal.drain(30)  # the writer shares the connection: let it go quiet first
     statements: list[str] = []
     conn: sqlite3.Connection = svc.db._conn
     conn.set_trace_callback(statements.append)
@@ -85,7 +86,8 @@ async def test_reading_the_figures_touches_neither_traces_nor_episodes(svc: Engi
         await overview.growth(svc, [ALICE])
     finally:
         conn.set_trace_callback(None)
-    assert statements and all("FROM namespace_days" in s for s in statements)
+    # (the journal writer may run its own statements meanwhile: only what reads what is asserted)
+    assert sum("FROM namespace_days" in s for s in statements) == 2
     assert not any("FROM episodes" in s or "FROM traces" in s for s in statements)
 
 
