@@ -89,7 +89,10 @@ def test_a_delegation_reported_just_before_shutdown_is_still_stored(hermes_home:
 
 
 def test_a_subagent_provider_does_not_record_delegations(hermes_home: Path) -> None:
-    mgr, _ = _manager(hermes_home, "child-1", context="subagent")
+    mgr, provider = _manager(hermes_home, "child-1", context="subagent")
+    # the service this provider starts must be up before the in-process open below: one still
+    # booting holds the home without a socket, and the open gives up on it after 5 s
+    provider._bridge.warm().result(120)
     mgr.on_delegation(task=TASK, result=RESULT, child_session_id="grandchild")
     mgr.shutdown_all()
     with BlockingCore.open(hermes_home / "stratamem") as core:
