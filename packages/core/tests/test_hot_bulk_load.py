@@ -125,7 +125,7 @@ def _pair(rows: list[dict[str, Any]], size: int = 64) -> tuple[HotTable, HotTabl
 def _assert_same_state(a: HotTable, b: HotTable) -> None:
     assert a.n == b.n and a.live == b.live
     assert a.ids == b.ids and a.slot_of == b.slot_of
-    assert a.rows == b.rows
+    assert list(a.rows) == list(b.rows)
     n = a.n
     for attr in ("alive", "owner", "priority", "ts", "session"):
         assert np.array_equal(getattr(a, attr)[:n], getattr(b, attr)[:n]), attr

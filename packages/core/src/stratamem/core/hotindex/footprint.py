@@ -37,7 +37,9 @@ def _arrays(values: Iterable[Any]) -> int:
 
 def table_bytes(t: HotTable) -> dict[str, int]:
     vectors = sum(m.nbytes for m in t.vecs.values()) + sum(h.nbytes for h in t.has.values())
-    rows = sys.getsizeof(t.rows) + sum(_size(r) for r in t.rows if r is not None)
+    held: Any = t.rows
+    rows = sys.getsizeof(held._cols) + sys.getsizeof(held._vals)
+    rows += sum(_size(v) for v in held.values())
     ids = sys.getsizeof(t.ids) + sys.getsizeof(t.slot_of)
     ids += sum(sys.getsizeof(i) for i in t.slot_of)
     columns = _arrays((t.alive, t.owner, t.priority, t.ts, t.session))

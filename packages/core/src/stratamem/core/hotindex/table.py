@@ -19,6 +19,7 @@ import pyarrow as pa
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex.ann import Ann
 from stratamem.core.hotindex.lexical import Lexical, Substrings
+from stratamem.core.hotindex.rows import Row, RowStore
 from stratamem.core.storage.ownership import Scope
 
 #: the columns the ownership rule may read; rows with equal values are equally visible
@@ -29,7 +30,6 @@ OWNER_COLUMNS = (
     "share_scope",
     "share_target",
 )
-Row = dict[str, Any]
 
 
 def rows_of(batch: pa.RecordBatch, vec_cols: Sequence[str]) -> list[Row]:
@@ -98,7 +98,7 @@ class HotTable:
         self.dim = dim
         self.cfg = Section("storage", cfg)
         self.ids: list[str | None] = []
-        self.rows: list[Row | None] = []
+        self.rows = RowStore()
         self.slot_of: dict[str, int] = {}
         self.n = 0
         self.live = 0
@@ -158,7 +158,7 @@ class HotTable:
             self.upsert(rows_of(batch, self.vec_cols))
             return
         plain = [n for n in names if n not in self.vec_cols and not n.startswith("_")]
-        rows: list[Row] = batch.select(plain).to_pylist()
+        values = list(zip(*(batch.column(n).to_pylist() for n in plain), strict=True))
         first, end = self.n, self.n + k
         self.n = end
         for attr in ("alive", "owner", "priority", "ts", "session"):
@@ -166,7 +166,7 @@ class HotTable:
         for c in self.vec_cols:
             self.has[c] = _grow(self.has[c], end)
         self.ids.extend(ids)
-        self.rows.extend(rows)
+        self.rows.extend_columns(plain, values)
         self.slot_of.update(zip(ids, range(first, end), strict=True))
         self.alive[first:end] = True
         self.live += k
@@ -359,7 +359,7 @@ class HotTable:
     def full_row(self, slot: int) -> Row:
         """The row with its vectors (as the store returns it; ``_unit_vectors`` marks them as
         already normalised for the retrieval candidates)."""
-        row = dict(self.rows[slot] or {})
+        row = self.rows[slot] or {}
         for c in self.vec_cols:
             row[c] = self.vecs[c][slot] if self.has[c][slot] else None
         row["_unit_vectors"] = True
@@ -472,4 +472,4 @@ class HotTable:
         return [(int(s), float(scores[t])) for s, t in zip(ids, top, strict=True)]
 
     def texts(self) -> list[str | None]:
-        return [None if r is None else r.get("search_text") for r in self.rows]
+        return self.rows.column("search_text")
