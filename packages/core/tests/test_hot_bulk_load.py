@@ -267,3 +267,30 @@ async def test_a_reload_serves_the_same_hits_scores_and_context(
             row_by_row = await answers()
         assert bulk == row_by_row
         assert bulk == written
+
+
+def test_rows_read_back_as_written_and_a_read_copy_changes_nothing_held() -> None:
+    rng = random.Random(4)
+    np_rng = np.random.default_rng(4)
+    rows = [_row(i, rng, np_rng) for i in range(40)]
+    bulk, inc = _pair(rows, size=16)
+    extra = {"id": "tr_x", "owner_agent_kind": "hermes", "owner_profile_id": "alpha", "note": 1}
+    for t in (bulk, inc):
+        t.upsert([extra])
+        t.update("tr_7", {"priority": 0.25})
+        t.delete(["tr_8"])
+    for t in (bulk, inc):
+        want = {k: v for k, v in rows[7].items() if k not in VEC_COLS}
+        got7 = t.rows[7]
+        assert got7 is not None and got7["priority"] == 0.25
+        assert {k: got7[k] for k in want if k != "priority"} == {
+            k: v for k, v in want.items() if k != "priority"
+        }
+        assert all(v is None for k, v in got7.items() if k not in want)  # the schema's others
+        assert t.rows[8] is None and "tr_8" not in t.slot_of
+        assert t.rows[t.slot_of["tr_x"]] == extra
+        got = t.rows[3]
+        assert got is not None
+        got["search_text"] = "changed"
+        assert t.rows[3] != got and t.full_row(3)["search_text"] != "changed"
+    assert t.texts()[t.slot_of["tr_x"]] is None and t.texts()[8] is None
