@@ -87,7 +87,14 @@ class CoreBridge:
         """Open the core, then run the on-open callbacks (the spool replay) before any call sees
         it: turns acknowledged while the core was opening are read-your-writes too."""
         core = self._opener(self.home)
-        for callback in list(self._on_open):
+        with self._lock:
+            if self._closed:
+                # closed while opening (its provider shut down before the service answered):
+                # the core is closed by ``_close_when_open``; replaying the spool here would race
+                # the next bridge on this home, whose first recall must see those turns
+                return core
+            callbacks = list(self._on_open)
+        for callback in callbacks:
             try:
                 callback(core)
             except Exception as exc:  # a failed replay keeps its files for the next open
