@@ -194,6 +194,7 @@ def test_a_stuck_store_gives_an_empty_recall_within_the_deadline_and_the_next_tu
     # for its own recall, not for that backlog. The 1.5 s budget kept the stuck turn short; turn 2
     # shows recall comes back once the store is free, so it gets the default budget (1.25 s for a
     # recall through the service at load 16 was a tight bound, not a fault)
+    provider._bridge.call(lambda core: core.flush(30.0), 60)
     provider._settings = dataclasses.replace(provider._settings, prefetch_budget_s=DEFAULT_BUDGET_S)
     mgr.on_turn_start(2, "What colour did I say I like?")
     out2, _ = _prefetch_on_thread(mgr, "What colour did I say I like?")
