@@ -120,6 +120,11 @@ def test_the_blocking_facade_serves_plain_threads(tmp_path: Path) -> None:
             events = remote.subscribe_events(since_seq=0, types=("session.opened",), timeout=10)
             assert next(events).type == "session.opened"
             events.close()
+        # a call racing close() (a host's sync thread during its shutdown) gets a typed error its
+        # caller can spool on, not a RuntimeError from the closed loop
+        with pytest.raises(StratamemError) as closed:
+            remote.search(RetrievalQuery(agent="hermes", query="late", namespace=NS))
+        assert closed.value.code == "already_shut_down"
     finally:
         run(svc.stop(1.0))
         run(core.shutdown())

@@ -470,7 +470,16 @@ class BlockingRemoteCore:
         return RemoteCore(target, **options)
 
     def _run(self, coro: Awaitable[T], timeout: float | None = None) -> T:
-        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+        try:
+            fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+        except RuntimeError:  # the loop is closed: a call racing close() (a host shutting down)
+            close = getattr(coro, "close", None)
+            if callable(close):
+                close()  # never awaited, never warned about
+            # typed, so a caller hands the work over (a spool) instead of losing it to a RuntimeError
+            raise StratamemError(
+                ErrorCode.ALREADY_SHUT_DOWN, "stratamem client is closed"
+            ) from None
         return fut.result(timeout)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
