@@ -93,7 +93,7 @@ def test_the_installed_sampler_records_nothing_until_an_exporter_but_keeps_ids()
     # without an exporter a span costs no bookkeeping, yet log lines keep valid correlation ids
     from opentelemetry.sdk.trace import TracerProvider as SdkProvider
 
-    from stratamem.core.telemetry.tracing import RecordWhenExporting
+    from stratamem.core.telemetry.sampling import RecordWhenExporting
 
     sampler = RecordWhenExporting()
     tracer = SdkProvider(sampler=sampler).get_tracer("t")

@@ -11,13 +11,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace.sampling import (
-    ALWAYS_ON,
-    Decision,
-    ParentBased,
-    Sampler,
-    SamplingResult,
-)
 
 _exporters: set[str] = set()
 
@@ -72,28 +65,6 @@ def _perf_log() -> Any:
     return _perf[0]
 
 
-class RecordWhenExporting(Sampler):
-    """The sampler of the provider we install: spans record (attributes, events, timings) only
-    once an exporter is attached. Until then every span is a non-recording span that still
-    carries valid trace and span ids, so log lines keep their correlation ids while a call pays
-    no span bookkeeping (the RPC span alone was a quarter of a served ``health`` call)."""
-
-    def __init__(self) -> None:
-        self.exporting = False
-        self._inner = ParentBased(ALWAYS_ON)
-
-    def should_sample(
-        self, parent_context: Any, trace_id: int, name: str, *args: Any, **kw: Any
-    ) -> Any:
-        if self.exporting:
-            return self._inner.should_sample(parent_context, trace_id, name, *args, **kw)
-        parent = trace.get_current_span(parent_context).get_span_context()
-        return SamplingResult(Decision.DROP, None, parent.trace_state if parent.is_valid else None)
-
-    def get_description(self) -> str:
-        return "RecordWhenExporting"
-
-
 def configure_tracing(config: Mapping[str, Any] | None = None, *, embedded: bool = False) -> Any:
     """Install a ``TracerProvider`` (service.name ``stratamem``) unless one is already set, and add
     OTLP export when ``telemetry.otlp_endpoint`` is configured (extra ``stratamem-core[otlp]``).
@@ -104,6 +75,8 @@ def configure_tracing(config: Mapping[str, Any] | None = None, *, embedded: bool
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from stratamem.core.telemetry.sampling import RecordWhenExporting
 
     cfg_any = (config or {}).get("telemetry")
     cfg: Mapping[str, Any] = cfg_any if isinstance(cfg_any, Mapping) else (config or {})
