@@ -48,6 +48,18 @@ class Candidate:
         return f"{self.ref_kind}:{self.ref_id}"
 
 
+def trace_text(row: Mapping[str, Any]) -> str:
+    """A trace's own words: what its lexical channel and its neighbours are matched on."""
+    return "\n".join(
+        str(row.get(k) or "") for k in ("user_text", "agent_text", "summary", "reflection")
+    )
+
+
+def search_text(row: Mapping[str, Any]) -> str:
+    """A learned row's lexical text (its stored ``search_text``, else its trace words)."""
+    return str(row.get("search_text") or trace_text(row))
+
+
 def unit(vec: Any) -> np.ndarray | None:
     if vec is None:
         return None

@@ -19,16 +19,21 @@ import numpy as np
 
 from stratamem.contract.dtos import (
     Namespace,
-    Ownership,
-    RetrievalHit,
     RetrievalQuery,
     RetrievalResult,
-    TierLatency,
 )
-from stratamem.core.ids import new_id, now_ms
+from stratamem.core.ids import now_ms
 from stratamem.core.retrieval import hot_channels as hc
-from stratamem.core.retrieval import hot_tiers, lance_tiers
-from stratamem.core.retrieval.candidates import Candidate, Pool, num, priority_for, unit
+from stratamem.core.retrieval import hot_tiers, lance_tiers, learned
+from stratamem.core.retrieval.candidates import (
+    Candidate,
+    Pool,
+    num,
+    priority_for,
+    search_text,
+    trace_text,
+    unit,
+)
 from stratamem.core.retrieval.deadline import Deadline
 from stratamem.core.retrieval.expand import (
     FETCH_LIMIT,
@@ -39,23 +44,14 @@ from stratamem.core.retrieval.expand import (
     in_spans,
     spans_where,
 )
-from stratamem.core.retrieval.filters import TraceFilter, simple_where, visible_context
+from stratamem.core.retrieval.filters import TraceFilter, visible_context
 from stratamem.core.retrieval.floor import floor_traces
-from stratamem.core.retrieval.guidance import collect_guidance
 from stratamem.core.retrieval.llm_filter import FilterResult, llm_filter
 from stratamem.core.retrieval.llm_rewrite import llm_rewrite, widen
 from stratamem.core.retrieval.plan import Plan, make_plan
 from stratamem.core.retrieval.query import CompiledQuery, compile_query
 from stratamem.core.retrieval.rank import Ranked, RankParams, rank
-from stratamem.core.retrieval.render import (
-    Snippet,
-    episode_snippet,
-    experience_snippet,
-    render_packet,
-    skill_snippet,
-    trace_snippet,
-    world_model_snippet,
-)
+from stratamem.core.retrieval.result import build_result
 from stratamem.core.retrieval.rollups import build_rollups
 from stratamem.core.retrieval.settings import lightweight_of, setting
 from stratamem.core.retrieval.temporal import (
@@ -67,7 +63,6 @@ from stratamem.core.retrieval.temporal import (
 )
 from stratamem.core.routing import classify_intent, query_profile, schedule_injection
 from stratamem.core.storage.ownership import Scope, ids_where
-from stratamem.core.storage.ownership import quote as q
 from stratamem.core.storage.scoped import ScopedTable
 from stratamem.core.telemetry import get_logger, span
 
@@ -100,16 +95,6 @@ class RetrievalContext:
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def _trace_text(row: Mapping[str, Any]) -> str:
-    return "\n".join(
-        str(row.get(k) or "") for k in ("user_text", "agent_text", "summary", "reflection")
-    )
-
-
-def _search_text(row: Mapping[str, Any]) -> str:
-    return str(row.get("search_text") or _trace_text(row))
-
-
 async def _embed(embedder: Any, text: str) -> np.ndarray | None:
     fn = embedder.embed_query
     if inspect.iscoroutinefunction(fn):
@@ -164,85 +149,15 @@ class _Run:
             return t
         return ScopedTable(name, t, Scope.visible(self.ctx.namespace or Namespace()))
 
-    # -- generic table tier (skills, experiences, world models) --------------------------------
-    async def _learned(
-        self, pool: Pool, name: str, where: Sequence[str], pred: Any, floor: float, k: int
-    ) -> bool:
-        """A learned layer's channels, from the hot index or LanceDB; False when it holds nothing
-        (the tier is skipped without a query)."""
-        vec_limit = max(k, math.ceil(k * float(self.s("candidate_pool_factor"))))
-        kw_limit = max(k, int(self.s("keyword_top_k")))
-        if self.hot is not None:
-            t = self.hot.table(name)
-            if t is None:
-                return False
-            mask = hc.owner_mask(t, self.ctx.namespace, pred)
-            hot_tiers.table_pool(
-                pool,
-                t,
-                self.cq,
-                self.qvec,
-                mask,
-                vec_floor=floor,
-                vec_limit=vec_limit,
-                kw_limit=kw_limit,
-            )
-            return True
-        table = self.table(name)
-        if table is None:
-            return False
-        await lance_tiers.table_pool(
-            pool,
-            table,
-            simple_where(self.ctx.namespace, where),
-            self.cq,
-            self.qvec,
-            self.dl,
-            store=self.ctx.store,
-            name=name,
-            vec_floor=floor,
-            vec_limit=vec_limit,
-            kw_limit=kw_limit,
-            text_of=_search_text,
-        )
-        return True
-
+    # -- learned tables (skills, experiences, world models): retrieval/learned.py ----------------
     async def tier1(self) -> None:
-        t0 = time.perf_counter()
-        pool = Pool("skill", ("vec",), _search_text)
-        min_eta = float(self.s("min_skill_eta"))
-        where = ["status IN ('active', 'candidate')", f"eta >= {min_eta}"]
-        ok = _skill_ok(min_eta)
-        if not await self._learned(pool, "skills", where, ok, self.min_sim, self.plan.caps[1]):
-            return
-        blend = float(self.s("skill_eta_blend"))
-        for c in pool.items.values():
-            c.boost = blend * num(c.row, "eta")
-        self.pools.append(pool)
-        self.latency[1] += (time.perf_counter() - t0) * 1000
+        await learned.skills(self)
 
     async def tier3(self) -> None:
-        t0 = time.perf_counter()
-        pool = Pool("world_model", ("vec",), _search_text)
-        where = ["coalesce(status, 'active') <> 'archived'"]
-        floor = min(self.min_sim, 0.15)
-        k = self.plan.caps[3]
-        if not await self._learned(pool, "world_models", where, _world_model_ok, floor, k):
-            return
-        self.pools.append(pool)
-        self.latency[3] += (time.perf_counter() - t0) * 1000
+        await learned.world_models(self)
 
     async def experiences(self) -> None:
-        pool = Pool("experience", ("vec",), _search_text)
-        where = ["status IN ('active', 'candidate')", "array_length(source_feedback_ids) > 0"]
-        k = self.plan.caps[2]
-        if not await self._learned(pool, "policies", where, _experience_ok, self.min_sim, k):
-            return
-        for c in pool.items.values():
-            c.boost = 0.2 * max(
-                num(c.row, "salience"), num(c.row, "confidence", 0.5), num(c.row, "gain")
-            )
-        self.pools.append(pool)
+        await learned.experiences(self)
 
     # -- tier 2 traces -----------------------------------------------------------------------------
     def trace_filter(self) -> TraceFilter:
@@ -278,7 +193,7 @@ class _Run:
             "personal": personal,
             "use_action": use_action,
             "tag_mode": str(self.s("tag_filter")),
-            "text_of": _search_text,
+            "text_of": search_text,
         }
         if self.hot is not None:
             got = hot_tiers.trace_channels(
@@ -297,7 +212,7 @@ class _Run:
             )
         s_hits, a_hits, f_hits = got.vec_summary, got.vec_action, got.fts
         p_hits, st_hits, ex_hits = got.pattern, got.structural, got.exact_identifier
-        pool = Pool("trace", ("vec_summary", "vec_action"), _trace_text)
+        pool = Pool("trace", ("vec_summary", "vec_action"), trace_text)
         pool.add_channel("vec_summary", s_hits)
         pool.add_channel("vec_action", a_hits)
         pool.add_channel("fts", f_hits)
@@ -401,8 +316,8 @@ class _Run:
             ranked = await self.filter(self.rank())
             if self.filtered is not None:
                 sp.set_attribute("llm_filter", self.filtered.outcome)
-            linked = await self.linked_policies(ranked)
-            result = self.render(ranked, linked)
+            linked = await learned.linked_policies(self, ranked)
+            result = build_result(self, ranked, linked)
             sp.set_attribute("hits", len(result.hits))
             sp.set_attribute("cut_off", result.cut_off)
             return result
@@ -492,132 +407,6 @@ class _Run:
         if self.filtered.timed_out:
             self.dl.cut_off = True
         return self.filtered.kept
-
-    def snippet(self, it: Ranked) -> Snippet:
-        row, score = it.cand.row, it.score
-        kind = it.cand.ref_kind
-        if kind == "skill":
-            return skill_snippet(
-                row, score, str(self.s("skill_injection_mode")), int(self.s("skill_summary_chars"))
-            )
-        if kind == "episode":
-            return episode_snippet(
-                it.cand.ref_id,
-                str(row.get("summary") or ""),
-                row.get("ts"),
-                score,
-                self.ctx.tz_offset_minutes,
-            )
-        if kind == "experience":
-            return experience_snippet(row, score)
-        if kind == "world_model":
-            return world_model_snippet(row, score)
-        return trace_snippet(row, score, self.ctx.tz_offset_minutes)
-
-    async def linked_policies(self, ranked: Sequence[Ranked]) -> list[dict[str, Any]]:
-        """Active policies induced from the episodes of the kept traces/episodes (full mode)."""
-        table = self.table("policies")
-        if not self.plan.guidance or (table is None and self.hot is None):
-            return []
-        eps = sorted(
-            {
-                str(it.cand.row.get("episode_id") or it.cand.ref_id)
-                for it in ranked
-                if it.cand.ref_kind in ("trace", "episode")
-            }
-        )
-        if not eps:
-            return []
-        if self.hot is not None or table is None:
-            return _hot_linked(
-                self.hot.table("policies") if self.hot else None, self.ctx.namespace, set(eps)
-            )
-        where = simple_where(
-            self.ctx.namespace,
-            [
-                "status = 'active'",
-                "array_has_any(source_episode_ids, make_array("
-                + ", ".join(q(e) for e in eps)
-                + "))",
-            ],
-        )
-        return await lance_tiers.linked_policies(table, where, self.dl)
-
-    def guidance(
-        self, ranked: Sequence[Ranked], linked: Sequence[Mapping[str, Any]] = ()
-    ) -> tuple[list[str], list[str]]:
-        if not self.plan.guidance:
-            return [], []
-        sources = [it.cand.row for it in ranked if it.cand.ref_kind in ("skill", "experience")]
-        return collect_guidance([*sources, *linked])
-
-    def render(
-        self, ranked: list[Ranked], linked: Sequence[Mapping[str, Any]] = ()
-    ) -> RetrievalResult:
-        snippets = [self.snippet(it) for it in ranked]
-        prefer, avoid = self.guidance(ranked, linked)
-        text = render_packet(self.query.reason, snippets, prefer, avoid)
-        hits = []
-        for it, sn in zip(ranked, snippets, strict=True):
-            row = it.cand.row
-            hits.append(
-                RetrievalHit(
-                    tier=it.cand.tier,
-                    ref_id=it.cand.ref_id,
-                    ref_kind=it.cand.ref_kind,
-                    score=round(it.score, 6),
-                    snippet=sn.body,
-                    owner=Ownership(
-                        owner_agent_kind=row.get("owner_agent_kind") or "unknown",
-                        owner_profile_id=row.get("owner_profile_id") or "default",
-                        owner_workspace_id=row.get("owner_workspace_id"),
-                    ),
-                    share_scope=row.get("share_scope"),
-                    source_trace_id=row.get("source_trace_id"),
-                    score_details=it.details(self.profile, float(self.s("mmr_lambda"))),
-                )
-            )
-        return RetrievalResult(
-            query=self.query,
-            hits=tuple(hits),
-            injected_context=text,
-            tier_latency_ms=TierLatency(
-                tier1=round(self.latency[1], 3),
-                tier2=round(self.latency[2], 3),
-                tier3=round(self.latency[3], 3),
-            ),
-            cut_off=self.dl.cut_off,
-            packet_id=new_id("pk") if hits else f"empty-{self.now}",
-        )
-
-
-# -- the learned tables' row predicates on the hot path (the ``where`` strings above, per row) --
-def _skill_ok(min_eta: float) -> Any:
-    def ok(r: Mapping[str, Any]) -> bool:
-        eta = r.get("eta")
-        return r.get("status") in ("active", "candidate") and eta is not None and eta >= min_eta
-
-    return ok
-
-
-def _world_model_ok(r: Mapping[str, Any]) -> bool:
-    return (r.get("status") or "active") != "archived"
-
-
-def _experience_ok(r: Mapping[str, Any]) -> bool:
-    return (
-        r.get("status") in ("active", "candidate") and len(r.get("source_feedback_ids") or ()) > 0
-    )
-
-
-def _hot_linked(t: Any, ns: Namespace | None, eps: set[str]) -> list[dict[str, Any]]:
-    if t is None:
-        return []
-
-    def ok(r: Mapping[str, Any]) -> bool:
-        return r.get("status") == "active" and not eps.isdisjoint(r.get("source_episode_ids") or ())
-
-    return [dict(t.rows[s] or {}) for s in np.flatnonzero(hc.owner_mask(t, ns, ok))[:20]]
 
 
 # -- public entry points -----------------------------------------------------------------------
