@@ -6,7 +6,9 @@ OTel allows ``set_tracer_provider`` once per process, so it happens here; tests 
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -43,9 +45,19 @@ def _stop_started_services(tmp_path: Path) -> Iterator[None]:
 
 def stop_services_under(root: Path) -> None:
     """Stop every resident service owning a home below ``root`` (thin clients start them
-    detached, so a test's homes would otherwise keep a service until its idle exit)."""
-    from stratamem.contract.hostkit.client import stop_service
+    detached, so a test's homes would otherwise keep a service until its idle exit). A service
+    still booting when its test ended does not own its home yet: wait for every recorded start to
+    own it or exit first, or it lives on (15 min, hundreds of MB) under the tests after it."""
+    from stratamem.contract.hostkit.client import owner_record, stop_service
+    from stratamem.contract.hostkit.home import pid_alive
 
+    for start in root.rglob("run/start.json"):
+        home = start.parent.parent
+        with contextlib.suppress(Exception):
+            pid = int(json.loads(start.read_text(encoding="utf-8"))["pid"])
+            give_up = time.monotonic() + 60
+            while owner_record(home) is None and pid_alive(pid) and time.monotonic() < give_up:
+                time.sleep(0.05)
     for lock in root.rglob("owner.lock"):
         with contextlib.suppress(Exception):
             stop_service(lock.parent, 20)
