@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -73,7 +74,9 @@ def make_dirs(home: Path, subdirs: tuple[str, ...], probe_in: str) -> Path:
         home.mkdir(parents=True, exist_ok=True, mode=0o700)
         for sub in subdirs:
             (home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
-        probe = home / probe_in / f".write-probe-{os.getpid()}"
+        # per thread too: two threads preparing one home (a closing and a new bridge) shared the
+        # name, and one's unlink made the other's a false ``path_not_writable``
+        probe = home / probe_in / f".write-probe-{os.getpid()}-{threading.get_ident()}"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
