@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 
 from stratamem.contract.errors import ErrorCode, StratamemError
-from stratamem.contract.hostkit.client import ensure_service, live_socket, owner_record
+from stratamem.contract.hostkit.client import (
+    ensure_service,
+    live_socket,
+    owner_record,
+    read_serve_json,
+)
 from stratamem.contract.hostkit.home import pid_alive
 
 STRATAMEM = str(Path(sys.executable).parent / "stratamem")
@@ -172,6 +177,10 @@ def test_stale_serve_json_and_socket_from_a_dead_owner_are_replaced(tmp_path: Pa
     (home / "owner.lock").write_text(json.dumps({"pid": int(dead), "socket": str(stale_sock)}))
     assert live_socket(home) is None
     sock = ensure_service(home)
+    # the service advertises its socket in owner.lock, then writes serve.json: the client may be
+    # answered in between (ordering, seen under load), so wait for the record naming the owner
+    owner_pid = (owner_record(home) or {}).get("pid")
+    _wait(lambda: (read_serve_json(home) or {}).get("pid") == owner_pid, 60)
     info = json.loads((run / "serve.json").read_text())
     # a new service wrote its own record (pid_max is small: the dead pid may be reused by it)
     assert info.get("epoch") and info.get("started_at")
