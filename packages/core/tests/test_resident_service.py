@@ -151,8 +151,12 @@ def test_an_open_event_stream_keeps_the_service_from_idling_out(tmp_path: Path) 
         task = asyncio.ensure_future(anext(events))
         # calls keep the service busy until the stream is live (its first event arrives), so no
         # idle window can fall between connecting and the stream opening, however slow the machine
+        n = 0
         while not task.done():
-            await core.open_session("idle-test", session_id="idle-s1")
+            # a new session each time: reopening one emits no event, so a stream that went live
+            # after the first call's event would wait forever (hung under load)
+            n += 1
+            await core.open_session("idle-test", session_id=f"idle-s{n}")
             await asyncio.wait({task}, timeout=0.2)
         await asyncio.sleep(4)  # four idle windows with nothing but the stream open
         assert owner_record(home) is not None  # stream open: not idle
