@@ -449,9 +449,11 @@ class HotTable:
         slots: np.ndarray | None = None
         if ann is not None and count > 4 * limit:
             share = count / max(1, len(ann))
-            fetch = math.ceil(limit * 2 / max(share, 1e-9))
+            # the int8 graph only proposes: over-fetch so exact rescoring sees the true top-k
+            over = self.cfg.get_int("hot_ann_oversample")
+            fetch = math.ceil(limit * over / max(share, 1e-9))
             if fetch <= self.cfg.get_int("hot_ann_max_fetch"):
-                got = ann.search(qvec, max(fetch, limit * 2))
+                got = ann.search(qvec, max(fetch, limit * over))
                 got = got[(got >= 0) & (got < n)]
                 got = got[valid[got]]
                 if len(got) >= limit:
