@@ -32,17 +32,13 @@ async def hot_loop(
     """search without the embed, then turn_start with it, alternately, for ``seconds`` (only the
     search with ``search_only``: the per-query fixed cost without the embedder's threads)."""
     from bench.corpus import AGENT
-    from bench.scaling import FixedQueryEmbedder
+    from bench.scaling import scoped_tables, served_context
     from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
-    from stratamem.core.retrieval.engine import RetrievalContext, retrieve, scheduled_tiers
-    from stratamem.core.storage.ownership import Scope
+    from stratamem.core.retrieval.engine import retrieve
 
     ns = Namespace(agent_kind=AGENT)
     store = core.store
-    tables = {
-        n: store.scoped(n, Scope.visible(ns))
-        for n in ("traces", "policies", "world_models", "skills")
-    }
+    tables = scoped_tables(store, ns)
     t_end = time.monotonic() + seconds
     n = 0
     while time.monotonic() < t_end:
@@ -50,18 +46,7 @@ async def hot_loop(
         query = RetrievalQuery(
             agent=AGENT, query=queries[i], namespace=ns, session_id=f"f-{n}", reason="turn_start"
         )
-        ctx = RetrievalContext(
-            query=query,
-            namespace=ns,
-            tables=tables,
-            embedder=FixedQueryEmbedder(vecs[i]),
-            config=core.config,
-            lightweight=core.lightweight,
-            deadline=time.monotonic() + 30,
-            tiers=scheduled_tiers(query),
-            store=store,
-            hot=core.store.hot,
-        )
+        ctx = served_context(core, query, vecs[i], tables)
         await retrieve(ctx)
         n += 1
         if search_only:

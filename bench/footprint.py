@@ -52,11 +52,10 @@ def _seed(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _engine(args: argparse.Namespace) -> dict[str, Any]:
     from bench.corpus import AGENT
-    from bench.scaling import PRODUCTION_OVERRIDES, FixedQueryEmbedder
+    from bench.scaling import PRODUCTION_OVERRIDES, scoped_tables, served_context
     from stratamem.contract.dtos import Namespace, RetrievalQuery
     from stratamem.core.engine.assemble import open_local_core
-    from stratamem.core.retrieval.engine import RetrievalContext, retrieve, scheduled_tiers
-    from stratamem.core.storage.ownership import Scope
+    from stratamem.core.retrieval.engine import retrieve
 
     class StoredVectors:
         """The home's embedding model by name and dimension; queries arrive as vectors."""
@@ -72,10 +71,7 @@ async def _engine(args: argparse.Namespace) -> dict[str, Any]:
             await core.store.hot.settle()
         ns = Namespace(agent_kind=AGENT)
         store = core.store
-        tables = {
-            n: store.scoped(n, Scope.visible(ns))
-            for n in ("traces", "policies", "world_models", "skills")
-        }
+        tables = scoped_tables(store, ns)
         ms = []
         for i, q in enumerate(np.load(args.queries)):
             query = RetrievalQuery(
@@ -84,18 +80,7 @@ async def _engine(args: argparse.Namespace) -> dict[str, Any]:
                 namespace=ns,
                 reason="turn_start",
             )
-            ctx = RetrievalContext(
-                query=query,
-                namespace=ns,
-                tables=tables,
-                embedder=FixedQueryEmbedder(q),
-                config=core.config,
-                lightweight=core.lightweight,
-                deadline=time.monotonic() + 30,
-                tiers=scheduled_tiers(query),
-                store=store,
-                hot=store.hot,
-            )
+            ctx = served_context(core, query, q, tables)
             t0 = time.perf_counter()
             await retrieve(ctx)
             ms.append((time.perf_counter() - t0) * 1000)

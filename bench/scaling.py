@@ -34,6 +34,33 @@ class FixedQueryEmbedder:
         return self.vec
 
 
+def served_context(core: Any, query: Any, qvec: np.ndarray, tables: dict[str, Any]) -> Any:
+    """The engine's served path for ``query`` with its vector already computed (retrieval without
+    the embed): the tables read through the caller's scope, the hot index, the production deadline."""
+    from stratamem.core.retrieval.engine import RetrievalContext, scheduled_tiers
+
+    return RetrievalContext(
+        query=query,
+        namespace=query.namespace,
+        tables=tables,
+        embedder=FixedQueryEmbedder(qvec),
+        config=core.config,
+        lightweight=core.lightweight,
+        deadline=time.monotonic() + 30,
+        tiers=scheduled_tiers(query),
+        store=core.store,
+        hot=core.store.hot,
+    )
+
+
+def scoped_tables(store: Any, ns: Any) -> dict[str, Any]:
+    """The four tables retrieval reads, each through ``ns``'s visibility scope."""
+    from stratamem.core.storage.ownership import Scope
+
+    visible = Scope.visible(ns)
+    return {n: store.scoped(n, visible) for n in ("traces", "policies", "world_models", "skills")}
+
+
 def memory_mb() -> dict[str, float]:
     """Resident and peak resident memory of this process (``/proc/self/status``), MB."""
     out: dict[str, float] = {}
@@ -94,17 +121,14 @@ async def _measure(
 ) -> dict[str, Any]:
     from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
     from stratamem.core.retrieval import channels as ch
-    from stratamem.core.retrieval.engine import RetrievalContext, retrieve, scheduled_tiers
+    from stratamem.core.retrieval.engine import retrieve
     from stratamem.core.retrieval.filters import TraceFilter
     from stratamem.core.storage.ownership import Scope
 
     ns = Namespace(agent_kind=AGENT)
     store = core.store
     tbl = store.maintenance_table("traces", "bench.scaling_baseline")
-    tables = {
-        n: store.scoped(n, Scope.visible(ns))
-        for n in ("traces", "policies", "world_models", "skills")
-    }
+    tables = scoped_tables(store, ns)
     flt = TraceFilter(namespace=ns)
     where = flt.where(vector=True)
     hot = store.hot.table("traces") if store.hot is not None else None
@@ -171,18 +195,7 @@ async def _measure(
         query = RetrievalQuery(
             agent=AGENT, query=text, namespace=ns, session_id=f"{label}-r{i}", reason="turn_start"
         )
-        ctx = RetrievalContext(
-            query=query,
-            namespace=ns,
-            tables=tables,
-            embedder=FixedQueryEmbedder(qvec),
-            config=core.config,
-            lightweight=core.lightweight,
-            deadline=time.monotonic() + 30,
-            tiers=scheduled_tiers(query),
-            store=store,
-            hot=store.hot,
-        )
+        ctx = served_context(core, query, qvec, tables)
         ms, res = await time_async(lambda c=ctx: retrieve(c))
         if keep:
             samples.add("retrieval_no_embed", ms)
