@@ -62,7 +62,7 @@ from stratamem.core.retrieval.temporal import (
     time_window,
 )
 from stratamem.core.routing import classify_intent, query_profile, schedule_injection
-from stratamem.core.storage.ownership import Scope, ids_where
+from stratamem.core.storage.ownership import Scope
 from stratamem.core.storage.scoped import ScopedTable
 from stratamem.core.telemetry import get_logger, span
 
@@ -477,7 +477,3 @@ async def retrieve(
 def _may_have_rows(store: Any, name: str) -> bool:
     check = getattr(store, "may_have_rows", None)
     return True if check is None else bool(check(name))
-
-
-def where_ids(ids: Sequence[str]) -> str:
-    return ids_where(ids)
