@@ -75,3 +75,41 @@ async def test_delete_is_the_owners(svc: EngineServices) -> None:
     assert not await layers.delete_owned(svc, "policies", "po_alice", BOB)
     assert await layers.delete_owned(svc, "policies", "po_alice", ALICE)
     assert await svc.store.get_rows("policies", ["po_alice"], Scope.everything("test")) == []
+
+
+@pytest.mark.parametrize("table", ["policies", "world_models", "skills"])
+async def test_listings_page_inside_lancedb(svc: EngineServices, table: str) -> None:
+    """A page reads its own rows, never the table (the old code read up to 10^6 rows per call
+    and sorted them in Python), and pages join up newest change first, the caller's rows only."""
+    listing = {
+        "policies": layers.list_policies,
+        "world_models": layers.list_world_models,
+        "skills": layers.list_skills,
+    }[table]
+    for ns in (ALICE, BOB):
+        await svc.store.upsert(
+            table,
+            [
+                {
+                    "id": f"{ns.profile_id}_{i:02d}",
+                    "name": f"n{i}",
+                    "title": "t",
+                    "search_text": f"n{i}",
+                    "status": "active",
+                    "updated_at": 1000 + i,
+                    **_own(ns),
+                }
+                for i in range(30)
+            ],
+        )
+    pages: list[str] = []
+    for offset in range(0, 30, 7):
+        before = svc.store.rows_read
+        got = await listing(svc, ListQuery(limit=7, offset=offset), ALICE)
+        assert svc.store.rows_read - before <= 7
+        pages += [r.id for r in got]
+    assert pages == [f"alice_{i:02d}" for i in reversed(range(30))]
+    before = svc.store.rows_read
+    got = await listing(svc, ListQuery(limit=3, q="N2"), BOB)  # q matches search_text
+    assert svc.store.rows_read - before <= 3
+    assert [r.id for r in got] == ["bob_29", "bob_28", "bob_27"]

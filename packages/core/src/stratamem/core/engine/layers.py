@@ -23,19 +23,30 @@ async def get_one(
     return rows[0] if rows else None
 
 
+#: newest change first; the id breaks ties so pages are a total order (nulls sort last)
+_ORDER = (("updated_at", False), ("id", False))
+
+
 async def list_rows(
-    svc: EngineServices, table: str, query: ListQuery, ns: Namespace, order: str = "updated_at"
+    svc: EngineServices, table: str, query: ListQuery, ns: Namespace
 ) -> list[dict[str, Any]]:
+    """One page, newest change first. Filter, ownership rule, order, offset and limit all run
+    inside LanceDB (a top-k over the matching rows): a page reads ``limit`` rows, never the table."""
     check_limit(query.limit, query.offset)
     where = []
     if query.status:
         where.append(f"status = {quote(query.status)}")
     if query.q:
         where.append(f"lower(search_text) LIKE {quote('%' + query.q.lower() + '%')}")
-    scope = read_scope(ns, query.include_all_namespaces)
-    rows = await svc.store.scan(table, scope, " AND ".join(where) or None, 10**6)
-    rows.sort(key=lambda r: r.get(order) or 0, reverse=True)
-    return rows[query.offset : query.offset + query.limit]
+    return await svc.store.scan(
+        table,
+        read_scope(ns, query.include_all_namespaces),
+        " AND ".join(where) or None,
+        query.limit,
+        columns=svc.store.plain_columns(table),
+        offset=query.offset,
+        order_by=_ORDER,
+    )
 
 
 async def delete_owned(svc: EngineServices, table: str, row_id: str, ns: Namespace) -> bool:
