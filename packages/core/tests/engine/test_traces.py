@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from stratamem.contract.dtos import ListQuery, Namespace, TracePatch, TurnResult, trace_cursor
 from stratamem.core.engine import commit, traces
 from stratamem.core.engine.services import EngineServices
@@ -60,6 +63,26 @@ async def test_delete_is_the_owners_and_unlinks_the_episode(svc: EngineServices)
     assert await traces.get_trace(svc, tid, ALICE) is None
     eps = await svc.run_db(lambda: svc.db.query("SELECT trace_ids_json FROM episodes"))
     assert all(tid not in e["trace_ids_json"] for e in eps)
+
+
+async def test_delete_touches_only_the_deleted_traces_episodes(svc: EngineServices) -> None:
+    """The old code read every episode row of the home per delete (``SELECT ... FROM episodes``
+    with no filter); now it reads the deleted traces' own episodes by primary key."""
+    base = now()
+    keep = [await _capture_at(svc, ALICE, f"other {i}", base + i) for i in range(12)]
+    tid = await _capture_at(svc, ALICE, "to delete", base + 100)
+    await svc.journal.drain(60)
+    seen: list[str] = []
+    await svc.run_db(lambda: svc.db.call(lambda c: c.set_trace_callback(seen.append)))
+    try:
+        assert await traces.delete_traces(svc, [tid], ALICE) == 1
+    finally:
+        await svc.run_db(lambda: svc.db.call(lambda c: c.set_trace_callback(None)))
+    reads = [q for q in seen if re.search(r"\bFROM episodes\b", q)]
+    assert reads and all("FROM episodes WHERE id IN (" in q for q in reads), reads
+    eps = await svc.run_db(lambda: svc.db.query("SELECT trace_ids_json FROM episodes"))
+    linked = [t for e in eps for t in json.loads(e["trace_ids_json"])]
+    assert tid not in linked and sorted(linked) == sorted(keep)
 
 
 async def _capture_at(svc: EngineServices, ns: Namespace, text: str, ts: int) -> str:

@@ -167,21 +167,23 @@ async def delete_traces(svc: EngineServices, trace_ids: Sequence[str], ns: Names
         return 0
     owned = Scope.owned(ns)
     async with svc.journal.write_lock:
-        stored = {r["id"] for r in await svc.store.get_rows("traces", ids, owned)}
-        pend = {
-            r["id"]
-            for r in svc.journal.pending_rows("trace")
-            if r["id"] in set(ids) and owned.accepts(r)
-        }
-        gone = stored | pend
+        stored = await svc.store.get_rows("traces", ids, owned)
+        pend = [
+            r for r in svc.journal.pending_rows("trace") if r["id"] in set(ids) and owned.accepts(r)
+        ]
+        gone = {r["id"] for r in stored} | {r["id"] for r in pend}
         if not gone:
             return 0
-        seqs = svc.journal.forget(pend)
+        seqs = svc.journal.forget({r["id"] for r in pend})
         await svc.run_db(lambda: svc.db.journal_mark_applied(seqs, error="deleted"))
-        await svc.store.delete("traces", sorted(stored))
+        await svc.store.delete("traces", sorted(r["id"] for r in stored))
+    # only the deleted traces' own episodes (a trace row names its episode), by primary key
+    episodes = sorted({str(r["episode_id"]) for r in (*stored, *pend) if r.get("episode_id")})
 
     def unlink(c: sqlite3.Connection) -> None:
-        for row in c.execute("SELECT id, trace_ids_json FROM episodes").fetchall():
+        marks = ", ".join("?" * len(episodes))
+        sql = f"SELECT id, trace_ids_json FROM episodes WHERE id IN ({marks})"
+        for row in c.execute(sql, episodes).fetchall():
             tids = json.loads(row[1] or "[]")
             kept = [t for t in tids if t not in gone]
             if len(kept) != len(tids):
