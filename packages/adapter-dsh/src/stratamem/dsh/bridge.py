@@ -85,6 +85,17 @@ class DshBridge:
                 await self._poller
             self._poller = None
 
+    async def close(self, timeout_s: float = DRAIN_TIMEOUT_S) -> DrainReport:
+        """The service stops (the core stays open, sessions stay open for the next service):
+        stop the poller, drain the queues within the bound, cancel and await what is left (its
+        turns go back to the spool). No task of the bridge outlives this call."""
+        await self.stop()
+        report = await self.drain(timeout_s)
+        if not report.drained:
+            await self.queues.cancel_and_wait()
+            self._release_unfinished()
+        return report
+
     # ------------------------------------------------------------------ recall
     async def pre_step(
         self,
@@ -237,7 +248,7 @@ class DshBridge:
         await self.stop()
         report = await self.drain(timeout_s, close_sessions=True)
         if not report.drained:
-            self.queues.cancel()
+            await self.queues.cancel_and_wait()
             self._release_unfinished()  # what is left stays in the spool for the next start-up
         if shutdown_core:
             await self.core.shutdown()

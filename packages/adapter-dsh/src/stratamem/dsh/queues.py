@@ -66,3 +66,9 @@ class SerialQueues:
     def cancel(self) -> None:
         for tail in list(self._tails.values()):
             tail.cancel()
+
+    async def cancel_and_wait(self) -> None:
+        """Cancel every lane and wait until each has ended (none is left pending)."""
+        tails = list(self._tails.values())
+        self.cancel()
+        await asyncio.gather(*tails, return_exceptions=True)

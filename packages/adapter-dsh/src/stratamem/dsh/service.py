@@ -7,6 +7,7 @@ spool. With ``STRATAMEM_DSH_PARENT_PID`` set (a server the plugin started), it e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -145,6 +146,21 @@ def add_to_server(server: Any, core: Any, context: Any) -> None:
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     _watch_parent()
+    if stop_bridge not in context.on_stop:  # the owner socket and the TCP server share one
+        context.on_stop.append(stop_bridge)
+
+
+async def stop_bridge() -> None:
+    """The service stops: each bridge stops its poller and its queues (awaited, so no task is left
+    pending when the loop closes), unfinished turns go back to the spool, the parent watch ends."""
+    while _BRIDGES:
+        _key, (_core, bridge) = _BRIDGES.popitem()
+        await bridge.close()
+    while _watching:
+        task = _watching.pop()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 _watching: list[asyncio.Task[None]] = []

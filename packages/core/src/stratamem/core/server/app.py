@@ -12,6 +12,7 @@ import ipaddress
 import json
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,9 @@ class ServiceContext:
     config: dict[str, Any]
     wrapper: Wrapper
     host_llm: HostLlmBroker
+    #: ``async () -> None`` callbacks awaited when the service stops, after the servers have
+    #: drained: a host service cancels and awaits its own background tasks there
+    on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
 
 def is_loopback(host: str) -> bool:
@@ -134,6 +138,8 @@ class Service:
         self.serve_json = sockets.run_dir(self.home) / SERVE_JSON
         self._unregister_llm: Any = None
         self._workspace: dict[str, Any] = {}
+        #: host services' stop callbacks (``ServiceContext.on_stop``), shared by every server
+        self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self.closing = asyncio.Event()
         self.viewer_url: str | None = None
         #: calls in flight / last call, for the idle exit of ``stratamem serve``
@@ -185,7 +191,7 @@ class Service:
     def _add_host_services(self, server: grpc.aio.Server, wrapper: Wrapper) -> None:
         from stratamem.core.plugins import collect
 
-        ctx = ServiceContext(self.home, self.config, wrapper, self.broker)
+        ctx = ServiceContext(self.home, self.config, wrapper, self.broker, self._on_stop)
         for name, add_to_server in collect("register_host_services"):
             try:
                 add_to_server(server, self.core, ctx)
@@ -292,6 +298,12 @@ class Service:
         self.broker.close_all()
         await asyncio.gather(*(s.stop(grace) for s in self.servers), return_exceptions=True)
         self.servers.clear()
+        while self._on_stop:
+            stop = self._on_stop.pop(0)
+            try:
+                await stop()
+            except Exception:
+                _log.exception("host_service.stop_failed")
         if self._unregister_llm is not None:
             self._unregister_llm()
             self._unregister_llm = None
