@@ -214,6 +214,38 @@ def test_a_home_served_by_another_version_or_user_is_a_typed_error(
     assert out.returncode == 1 and "home_locked" in out.stderr and words in out.stderr
 
 
+def test_another_version_is_refused_before_serve_json_is_written(tmp_path: Path) -> None:
+    """Between ``owner.lock`` (socket advertised) and ``serve.json``, the old client took the
+    socket without any version check and met the other contract on the wire; now the owner
+    record carries the contract version, and a mismatch is ``home_locked`` at once."""
+    home = _home(tmp_path)
+    ensure_service(home)
+    _wait(lambda: '"ready": true' in (home / "logs" / "serve.log").read_text())  # last write done
+    record = owner_record(home)
+    assert (
+        record is not None and record.get("contract_version") and record.get("uid") == os.getuid()
+    )
+    (home / "run" / "serve.json").unlink()  # the window: serve.json not written yet
+    fd = os.open(home / "owner.lock", os.O_WRONLY)  # the owner still holds its lock
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({**record, "contract_version": "9.9.0"}).encode(), 0)
+    finally:
+        os.close(fd)
+    with pytest.raises(StratamemError) as err:
+        ensure_service(home, 5)
+    assert err.value.code is ErrorCode.HOME_LOCKED and "9.9.0" in err.value.message
+    # a record that does not say (an owner older than the field) waits for serve.json instead
+    fd = os.open(home / "owner.lock", os.O_WRONLY)
+    try:
+        os.ftruncate(fd, 0)
+        legacy = {k: v for k, v in record.items() if k != "contract_version"}
+        os.pwrite(fd, json.dumps(legacy).encode(), 0)
+    finally:
+        os.close(fd)
+    assert live_socket(home) is None
+
+
 def test_a_service_that_cannot_start_within_the_budget_is_a_typed_error_quickly(
     tmp_path: Path,
 ) -> None:

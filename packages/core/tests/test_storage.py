@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stratamem.contract import __version__ as CONTRACT_VERSION
 from stratamem.contract.dtos import Namespace
 from stratamem.contract.errors import StratamemError
 from stratamem.core.storage.lance import LanceStore
@@ -45,7 +46,12 @@ def test_second_lock_on_a_home_fails_naming_the_owner_pid(tmp_path: Path) -> Non
             HomeLock(tmp_path).acquire()
         assert err.value.code == "home_locked"
         assert str(os.getpid()) in err.value.message
-        assert read_owner(tmp_path) == {"pid": os.getpid(), "socket": "/x.sock"}
+        assert read_owner(tmp_path) == {
+            "pid": os.getpid(),
+            "uid": os.getuid(),
+            "contract_version": CONTRACT_VERSION,
+            "socket": "/x.sock",
+        }
     finally:
         lock.release()
     assert read_owner(tmp_path) is None

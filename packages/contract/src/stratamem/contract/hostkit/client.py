@@ -136,17 +136,25 @@ def _check_compatible(home: Path, info: dict[str, Any]) -> None:
 
 def live_socket(home: Path) -> str | None:
     """The socket of the service that owns ``home`` right now, or None (no owner, not serving yet,
-    or a stale record). Raises ``home_locked`` for another user's or another version's service."""
+    or a stale record). Raises ``home_locked`` for another user's or another version's service.
+
+    The owner record (``owner.lock``, written when the home is locked) names the owner's uid and
+    contract version, and so does ``serve.json`` once the service is up: both are checked, and
+    while neither says which contract the owner speaks the socket is not handed out (an owner
+    from before the record carried it writes ``serve.json`` a moment later)."""
     home = Path(home)
     record = owner_record(home)
     if record is None:
         return None
     info = read_serve_json(home)
-    if info is not None and info.get("pid") == record.get("pid"):
+    if info is not None and info.get("pid") != record.get("pid"):
+        info = None  # an earlier owner's leftover
+    _check_compatible(home, record)
+    if info is not None:
         _check_compatible(home, info)
-    sock = record.get("socket")
-    if not sock and info is not None and info.get("pid") == record.get("pid"):
-        sock = info.get("socket")
+    if "contract_version" not in record and info is None:
+        return None  # between owner.lock and serve.json, the version is not known yet
+    sock = record.get("socket") or (info or {}).get("socket")
     if isinstance(sock, str) and sock and socket_answers(sock):
         return sock
     return None

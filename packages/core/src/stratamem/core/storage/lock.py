@@ -13,13 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from stratamem.contract import __version__ as CONTRACT_VERSION
 from stratamem.contract.errors import ErrorCode, StratamemError
 
 LOCK_FILE = "owner.lock"
 
 
 def read_owner(home: Path) -> dict[str, Any] | None:
-    """Owner record ``{"pid", "socket", "started_at"}`` if some process holds the home, else None."""
+    """Owner record ``{"pid", "uid", "contract_version", "socket"}`` if some process holds the home, else None."""
     path = Path(home) / LOCK_FILE
     if not path.exists():
         return None
@@ -66,7 +67,12 @@ class HomeLock:
                 {"home": str(self.path.parent), "pid": pid, "socket": owner.get("socket")},
             ) from None
         self._fd = fd
-        self.owner = {"pid": os.getpid(), "socket": socket}
+        self.owner = {
+            "pid": os.getpid(),
+            "uid": os.getuid(),
+            "contract_version": CONTRACT_VERSION,  # clients check it before using the socket
+            "socket": socket,
+        }
         self._write()
         return self
 
