@@ -131,7 +131,7 @@ async def _measure(
     tables = scoped_tables(store, ns)
     flt = TraceFilter(namespace=ns)
     where = flt.where(vector=True)
-    hot = store.hot.table("traces") if store.hot is not None else None
+    hot = store.hot.scoped("traces", Scope.visible(ns)) if store.hot is not None else None
     samples = Samples()
     recall: dict[str, list[float]] = {}
     hits_seen = 0

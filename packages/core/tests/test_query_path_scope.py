@@ -17,6 +17,9 @@ import pytest
 
 import stratamem.core
 from stratamem.contract.dtos import Namespace
+from stratamem.contract.errors import StratamemError
+from stratamem.core.hotindex import HotIndex, ScopedHotTable
+from stratamem.core.retrieval import hot_channels as hc
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.ownership import Scope
 
@@ -24,7 +27,7 @@ CORE = Path(stratamem.core.__file__).parent
 #: the modules that serve callers' reads and writes (everything but storage/ and upkeep)
 QUERY_PATH = ("retrieval", "hotindex", "engine", "learning", "viewer", "workspace", "server")
 #: named maintenance jobs that may hold a raw table
-MAINTENANCE = {"engine/maintenance.py", "storage/reembed.py"}
+MAINTENANCE = {"engine/maintenance.py", "storage/reembed.py", "hotindex/footprint.py"}
 ALICE = Namespace(agent_kind="hermes", profile_id="alice")
 BOB = Namespace(agent_kind="hermes", profile_id="bob")
 
@@ -50,6 +53,12 @@ def _violations(path: Path) -> list[str]:
         ):
             found.append(f"{rel}:{node.lineno} reads a raw store table")
         if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("table", "tables")
+            and "hot" in ast.unparse(node.value)
+        ):
+            found.append(f"{rel}:{node.lineno} reads a raw hot-index table")
+        if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in ("vector_search", "fts_search", "scan", "get_rows", "count")
@@ -73,6 +82,10 @@ def test_no_query_path_module_reads_the_store_without_a_scope() -> None:
 def test_the_store_offers_raw_tables_only_to_named_jobs() -> None:
     public = {n for n, _ in inspect.getmembers(LanceStore, inspect.isfunction) if n[0] != "_"}
     assert "table" not in public
+    hot_public = {n for n, _ in inspect.getmembers(HotIndex, inspect.isfunction) if n[0] != "_"}
+    assert "table" not in hot_public and {"scoped", "maintenance_table"} <= hot_public
+    params = inspect.signature(HotIndex.scoped).parameters
+    assert params["scope"].annotation in (Scope, "Scope")
     for name in ("get_rows", "scan", "count", "vector_search", "fts_search", "scoped"):
         params = inspect.signature(getattr(LanceStore, name)).parameters
         assert params["scope"].annotation in (Scope, "Scope"), name
@@ -124,5 +137,46 @@ async def test_a_scoped_table_cannot_be_widened_by_its_where(tmp_path: Path) -> 
         assert hits == []
         with pytest.raises(ValueError):
             store.maintenance_table("traces", "")
+    finally:
+        store.close()
+
+
+async def test_a_scoped_hot_table_cannot_be_widened_by_its_mask(tmp_path: Path) -> None:
+    """The hot index's tables reach the query path only as ``ScopedHotTable`` views: a mask built
+    for a wider scope is narrowed to the view's, and a row outside it is refused, not returned.
+    (The old ``HotIndex.table(name)`` handed out the raw table: every namespace's rows.)"""
+    store = await LanceStore(tmp_path, 8, "m", {"hot_index": True}).open()
+    try:
+        rows = [_row(i, ALICE, f"alice note {i}") for i in range(4)]
+        rows += [_row(i, BOB, f"bob secret {i}") for i in range(4)]
+        await store.upsert("traces", rows)
+        assert store.hot is not None
+        view = store.hot.scoped("traces", Scope.visible(ALICE))
+        assert isinstance(view, ScopedHotTable)
+        everything = Scope.everything("test")
+        wide = view.scope_mask(everything)
+        assert sorted(str(view.ids[s]) for s in np.flatnonzero(wide)) == [
+            f"tr_alice_{i}" for i in range(4)
+        ]
+        q = np.eye(8, dtype=np.float32)[1]
+        hits = hc.vector(view, "vec_summary", q, wide, 8)
+        assert {r["owner_profile_id"] for r, _ in hits} == {"alice"}
+        with pytest.raises(StratamemError):  # a hand-made mask past the scope fails closed
+            hc.vector(view, "vec_summary", q, np.ones(view.n, dtype=bool), 8)
+        bob_slot = view.slot_of["tr_bob_1"]
+        for read in (lambda: view.full_row(bob_slot), lambda: view.rows[bob_slot]):
+            with pytest.raises(StratamemError) as err:
+                read()
+            assert err.value.code == "permission_denied"
+        assert view.full_row(view.slot_of["tr_alice_1"])["user_text"] == "alice note 1"
+        # a view shares the table's state: a later write shows at once, still scoped
+        await store.upsert("traces", [_row(9, ALICE, "alice late"), _row(9, BOB, "bob late")])
+        assert view.full_row(view.slot_of["tr_alice_9"])["user_text"] == "alice late"
+        with pytest.raises(StratamemError):
+            view.full_row(view.slot_of["tr_bob_9"])
+        raw = store.hot.maintenance_table("traces", "test")
+        assert raw is not None and raw.full_row(bob_slot)["user_text"] == "bob secret 1"
+        with pytest.raises(ValueError):
+            store.hot.maintenance_table("traces", "")
     finally:
         store.close()

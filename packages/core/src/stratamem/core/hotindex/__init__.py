@@ -2,6 +2,7 @@
 round trip per query; LanceDB stays the store of record and writes through to it."""
 
 from stratamem.core.hotindex.index import HotIndex
+from stratamem.core.hotindex.scoped import ScopedHotTable
 from stratamem.core.hotindex.table import HotTable
 
-__all__ = ["HotIndex", "HotTable"]
+__all__ = ["HotIndex", "HotTable", "ScopedHotTable"]

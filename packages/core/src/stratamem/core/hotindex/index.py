@@ -15,7 +15,9 @@ from typing import Any
 
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex.blas import limit_blas_threads
+from stratamem.core.hotindex.scoped import ScopedHotTable
 from stratamem.core.hotindex.table import HotTable
+from stratamem.core.storage.ownership import Scope
 from stratamem.core.telemetry import get_logger
 
 _log = get_logger("hotindex")
@@ -29,8 +31,17 @@ class HotIndex:
         self._builds: set[asyncio.Task[None]] = set()
         limit_blas_threads(Section("storage", cfg).get_int("hot_blas_threads"))
 
-    def table(self, name: str) -> HotTable | None:
-        """The table, or None while it holds no live row (readers skip it at no cost)."""
+    def scoped(self, name: str, scope: Scope) -> ScopedHotTable | None:
+        """``name`` as the query path sees it: every mask narrowed to ``scope``, rows outside it
+        refused (``hotindex/scoped.py``); None while it holds no live row (readers skip it)."""
+        t = self.tables.get(name)
+        return ScopedHotTable(t, scope) if t is not None and t.live > 0 else None
+
+    def maintenance_table(self, name: str, job: str) -> HotTable | None:
+        """The raw table, every namespace's rows: only for a named maintenance job (footprint,
+        benchmarks). Never on the query path (a test checks)."""
+        if not job:
+            raise ValueError("an unscoped hot table needs the name of its job")
         t = self.tables.get(name)
         return t if t is not None and t.live > 0 else None
 

@@ -365,8 +365,8 @@ class HotTable:
         row["_unit_vectors"] = True
         return row
 
-    def scope_mask(self, scope: Scope) -> np.ndarray:
-        """Live slots ``scope`` may read (the one ownership rule, per distinct owner tuple)."""
+    def scope_codes(self, scope: Scope) -> np.ndarray:
+        """The owner codes ``scope`` may read (the one ownership rule, per distinct owner tuple)."""
         cached = self._visible_cache.get(scope)
         if cached is None or cached[0] != len(self._owner_keys):
             codes = np.array(
@@ -380,7 +380,11 @@ class HotTable:
             if len(self._visible_cache) > 256:
                 self._visible_cache.clear()
             cached = self._visible_cache[scope] = (len(self._owner_keys), codes)
-        codes = cached[1]
+        return cached[1]
+
+    def scope_mask(self, scope: Scope) -> np.ndarray:
+        """Live slots ``scope`` may read (the one ownership rule, per distinct owner tuple)."""
+        codes = self.scope_codes(scope)
         n = self.n
         if len(codes) == len(self._owner_keys):
             return self.alive[:n].copy()

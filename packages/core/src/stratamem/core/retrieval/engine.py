@@ -22,6 +22,7 @@ from stratamem.contract.dtos import (
     RetrievalQuery,
     RetrievalResult,
 )
+from stratamem.core.hotindex import ScopedHotTable
 from stratamem.core.ids import now_ms
 from stratamem.core.retrieval import hot_channels as hc
 from stratamem.core.retrieval import hot_tiers, lance_tiers, learned
@@ -149,6 +150,15 @@ class _Run:
             return t
         return ScopedTable(name, t, Scope.visible(self.ctx.namespace or Namespace()))
 
+    def hot_table(self, name: str) -> ScopedHotTable | None:
+        """``name`` from the hot index, through the caller's visibility scope (like ``table``)."""
+        if self.hot is None:
+            return None
+        got: ScopedHotTable | None = self.hot.scoped(
+            name, Scope.visible(self.ctx.namespace or Namespace())
+        )
+        return got
+
     # -- learned tables (skills, experiences, world models): retrieval/learned.py ----------------
     async def tier1(self) -> None:
         await learned.skills(self)
@@ -197,7 +207,7 @@ class _Run:
         }
         if self.hot is not None:
             got = hot_tiers.trace_channels(
-                self.hot.table("traces"), cq, self.qvec, flt, pending, **opts
+                self.hot_table("traces"), cq, self.qvec, flt, pending, **opts
             )
         else:
             got = await lance_tiers.trace_channels(
@@ -225,7 +235,7 @@ class _Run:
                 pool.items.values(), key=lambda c: min(r for r, _ in c.channels.values())
             )[:cap]
             pool.items = {c.ref_id: c for c in keep}
-        floor_traces(pool, self.cq.terms, self.qvec, self.hot, self.cfg)
+        floor_traces(pool, self.cq.terms, self.qvec, self.hot_table("traces"), self.cfg)
         half_life = float(setting(self.cfg, "decay_half_life_days", "reward"))
         weight = 0.0 if personal else min(float(self.s("weight_priority")), 0.3)
         for c in pool.items.values():
@@ -259,7 +269,7 @@ class _Run:
         (retrieval/fusion.py, expand.py, temporal.py)."""
 
         async def fetch(spans: list[Span], stage: str = "neighbours") -> list[dict[str, Any]]:
-            hot = self.hot.table("traces") if self.hot is not None else None
+            hot = self.hot_table("traces")
             if hot is not None:
                 return hot_rows_in_spans(hot, hc.trace_mask(hot, flt), spans)
             table = self.table("traces")
@@ -272,7 +282,7 @@ class _Run:
             return list(got or [])
 
         near_rows = None
-        hot = self.hot.table("traces") if self.hot is not None else None
+        hot = self.hot_table("traces")
         if hot is not None:  # the seeds' session neighbours straight from the hot index
 
             def near_rows(seeds: list[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -75,7 +75,9 @@ def apply_floor(
     return True
 
 
-def floor_traces(pool: Any, terms: Sequence[str], qvec: Any, hot: Any | None, config: Any) -> bool:
+def floor_traces(
+    pool: Any, terms: Sequence[str], qvec: Any, table: Any | None, config: Any
+) -> bool:
     """Tier 2's floor with the configured thresholds (``retrieval.relevance_floor_*``); term
     weights are the hot index's idf (uniform without one). True when the pool was emptied."""
     from stratamem.core.retrieval import hot_channels as hc
@@ -88,7 +90,6 @@ def floor_traces(pool: Any, terms: Sequence[str], qvec: Any, hot: Any | None, co
     pool.set_cosines(qvec)
     words: Sequence[str] = terms[:MAX_PATTERN_TERMS]
     weights: Sequence[float] = [1.0] * len(words)
-    table = hot.table("traces") if hot is not None else None
     if table is not None and words:
         words, weights = hc.pattern_weights(table, words, [], len(words))
     cov = float(setting(config, "relevance_floor_coverage"))

@@ -31,7 +31,7 @@ async def learned_pool(
     vec_limit = max(k, math.ceil(k * float(run.s("candidate_pool_factor"))))
     kw_limit = max(k, int(run.s("keyword_top_k")))
     if run.hot is not None:
-        t = run.hot.table(name)
+        t = run.hot_table(name)
         if t is None:
             return False
         mask = hc.owner_mask(t, run.ctx.namespace, pred)
@@ -121,9 +121,7 @@ async def linked_policies(run: _Run, ranked: Sequence[Ranked]) -> list[dict[str,
     if not eps:
         return []
     if run.hot is not None or table is None:
-        return _hot_linked(
-            run.hot.table("policies") if run.hot else None, run.ctx.namespace, set(eps)
-        )
+        return _hot_linked(run.hot_table("policies"), run.ctx.namespace, set(eps))
     where = simple_where(
         run.ctx.namespace,
         [

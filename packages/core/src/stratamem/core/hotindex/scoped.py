@@ -1,0 +1,98 @@
+"""A hot table seen through an ownership :class:`Scope`: the only hot table the query path gets.
+
+The hot index mirrors every namespace's rows, and retrieval reads it by slot masks, so the raw
+``HotTable`` would let a mask that forgot the scope read another namespace's rows. A
+``ScopedHotTable`` is a *view* of one ``HotTable`` — it shares the table's state (the same
+``__dict__``: writes through the store show at once, nothing is copied) — that
+
+* narrows every ``scope_mask`` to its own scope (a mask can narrow a read, never widen it),
+* keeps its derived-mask cache (``masks()``) apart from other scopes' views, and
+* refuses a slot outside its scope wherever a row leaves the index (``full_row``, ``rows[slot]``)
+  with ``permission_denied`` — a bug in a mask fails closed instead of leaking.
+
+``rows.column(name)`` stays whole: the substring channel scans it under a mask. Raw tables are for
+named maintenance jobs (``HotIndex.maintenance_table``), like ``LanceStore.maintenance_table``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, SupportsIndex
+
+import numpy as np
+
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.hotindex.rows import Row, RowStore
+from stratamem.core.hotindex.table import HotTable
+from stratamem.core.storage.ownership import Scope
+
+#: distinct scopes whose derived masks one table version keeps (each a few bytes per slot)
+MAX_SCOPES_CACHED = 64
+
+
+class _ScopedRows(RowStore):
+    """The table's rows (shared state, as the view shares the table's), refusing foreign slots."""
+
+    def __init__(self, rows: RowStore, view: ScopedHotTable) -> None:  # a view: no RowStore init
+        self.__dict__ = rows.__dict__
+        self._view = view
+
+    def __getitem__(self, slot: SupportsIndex) -> Row | None:
+        self._view.check(int(slot))
+        return super().__getitem__(slot)
+
+
+class ScopedHotTable(HotTable):
+    __slots__ = ("_codes", "_nkeys", "scope")
+
+    def __init__(self, table: HotTable, scope: Scope) -> None:  # a view: no HotTable init
+        self.__dict__ = table.__dict__
+        self.scope = scope
+        self._nkeys = -1
+        self._codes: frozenset[int] | None = frozenset()
+
+    @property
+    def rows(self) -> RowStore:
+        return _ScopedRows(self.__dict__["rows"], self)
+
+    @rows.setter
+    def rows(self, value: RowStore) -> None:
+        raise AttributeError("a scoped view does not write (the store writes through HotIndex)")
+
+    def _allowed(self) -> frozenset[int] | None:
+        """Owner codes this scope may read; None when it may read every owner so far."""
+        keys = len(self._owner_keys)
+        if self._nkeys != keys:
+            codes = self.scope_codes(self.scope)
+            self._codes = None if len(codes) == keys else frozenset(int(c) for c in codes)
+            self._nkeys = keys
+        return self._codes
+
+    def check(self, slot: int) -> None:
+        allowed = self._allowed()
+        if allowed is not None and int(self.owner[slot]) not in allowed:
+            raise StratamemError(
+                ErrorCode.PERMISSION_DENIED,
+                f"hot index slot {slot} of {self.name!r} is outside the reader's scope",
+                {"table": self.name},
+            )
+
+    def scope_mask(self, scope: Scope) -> np.ndarray:
+        mine = HotTable.scope_mask(self, self.scope)
+        if scope == self.scope:
+            return mine
+        out: np.ndarray = mine & HotTable.scope_mask(self, scope)
+        return out
+
+    def masks(self) -> dict[Any, np.ndarray]:
+        shared: dict[Any, Any] = HotTable.masks(self)
+        key = ("scope", self.scope)
+        mine: dict[Any, np.ndarray] | None = shared.get(key)
+        if mine is None:
+            if len(shared) >= MAX_SCOPES_CACHED:
+                shared.clear()
+            mine = shared[key] = {}
+        return mine
+
+    def full_row(self, slot: int) -> Row:
+        self.check(slot)
+        return HotTable.full_row(self, slot)
