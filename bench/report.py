@@ -143,25 +143,36 @@ def headline(res: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]
             )
     gr = res.get("grpc")
     if gr:
-        worst = max(gr["overhead_ms"][k]["search"]["p95"] for k in ("unix_socket", "tcp_loopback"))
+        ov = gr["overhead_ms"]
+        calls = [c for c in ("search", "turn_start") if c in ov["unix_socket"]]
+        worst = max(ov[k][c]["p95"] for k in ("unix_socket", "tcp_loopback") for c in calls)
         nums["grpc_overhead_p95"] = worst
+        floor = gr.get("bare_grpc_ms")
         rows.append(
             {
                 "figure": "gRPC overhead p95 (Unix socket / TCP loopback)",
-                "value": f"{fmt(gr['overhead_ms']['unix_socket']['search']['p95'])} / "
-                f"{fmt(gr['overhead_ms']['tcp_loopback']['search']['p95'])} ms",
+                "value": "; ".join(
+                    f"{c} {fmt(ov['unix_socket'][c]['p95'])} / {fmt(ov['tcp_loopback'][c]['p95'])} ms"
+                    for c in calls
+                ),
                 "target": "≤ 1 ms",
                 "verdict": _verdict(worst <= TARGETS["grpc_overhead_p95_ms"]),
-                "note": "remote minus in-process p95 of the same search, interleaved per call; p50 "
-                f"{fmt(gr['overhead_ms']['unix_socket']['search']['p50'])} / "
-                f"{fmt(gr['overhead_ms']['tcp_loopback']['search']['p50'])} ms; smallest call "
-                f"(health) p50 overhead {fmt(gr['overhead_ms']['unix_socket']['health']['p50'])} / "
-                f"{fmt(gr['overhead_ms']['tcp_loopback']['health']['p50'])} ms"
+                "note": "remote minus in-process p95 of the same call, interleaved per call; p50 "
+                + "; ".join(
+                    f"{fmt(ov['unix_socket'][c]['p50'])} / {fmt(ov['tcp_loopback'][c]['p50'])} ms"
+                    for c in calls
+                )
                 + (
-                    f"; a bare grpcio unary of the same reply size p50 "
-                    f"{fmt(gr['bare_grpc_ms']['unix_socket']['median'])} / "
-                    f"{fmt(gr['bare_grpc_ms']['tcp_loopback']['median'])} ms"
-                    if "bare_grpc_ms" in gr
+                    "; the floor, a bare grpcio unary of the same sizes in the same run, p50 / p95 "
+                    f"{fmt(floor['unix_socket']['median'])} / {fmt(floor['unix_socket']['p95'])} "
+                    f"(Unix), {fmt(floor['tcp_loopback']['median'])} / "
+                    f"{fmt(floor['tcp_loopback']['p95'])} ms (TCP)"
+                    if floor
+                    else ""
+                )
+                + (
+                    f"; {gr['uptime_start'].split('load average:')[-1].strip()} load"
+                    if gr.get("uptime_start")
                     else ""
                 ),
             }
@@ -573,63 +584,77 @@ def render(res: dict[str, Any]) -> str:
         ]
     gr = res.get("grpc")
     if gr:
+        calls = [c for c in ("search", "turn_start", "health") if c in gr["in_process"]]
+        names = [
+            n
+            for n in (
+                "in_process",
+                "unix_socket",
+                "tcp_loopback",
+                "unix_socket_no_file_logs",
+                "unix_socket_baseline",
+                "tcp_loopback_baseline",
+            )
+            if n in gr
+        ]
         lines += [
             "",
             "## gRPC overhead",
             "",
-            f"The same `search` (`{gr['query']}`, {gr['rows']:,} traces) and `health` (the "
-            "smallest unary call) in-process and against `stratamem serve` in its own process over "
-            "the owner's Unix socket and TCP loopback"
+            f"The same `search` (`{gr['query']}`, {gr['rows']:,} traces), "
+            + (
+                "`turn_start` (same text, a fresh turn key each call) "
+                if "turn_start" in calls
+                else ""
+            )
+            + "and `health` (the smallest unary call) in-process and "
+            "against `stratamem serve` in its own process over the owner's Unix socket and TCP "
+            "loopback"
             + (
                 f", every call interleaved ({gr['iterations']} iterations, rotating order; one home "
-                "copied, opened in-process and served at once). Floors in the same iterations: a bare "
-                f"grpcio unary echo of the reply's size ({gr['reply_bytes']:,} bytes, its own process), "
-                "and a second served copy with its log files off."
+                "copied, opened in-process and served at once"
+                + (
+                    ", the in-process core logging as the served one does"
+                    if gr.get("served_telemetry")
+                    else ""
+                )
+                + ("; homes in memory" if gr.get("homes_in_memory") else "")
+                + "). The floor in the same iterations: a bare grpcio unary (grpc.aio both ends, no "
+                "interceptor, no protobuf) with "
+                + (f"a {gr['request_bytes']:,}-byte request and " if "request_bytes" in gr else "")
+                + f"a {gr['reply_bytes']:,}-byte reply (the search's), its own process."
                 if gr.get("interleaved")
                 else f", in {gr.get('rounds', 1)} alternating rounds."
             ),
             "",
             _table(
+                ["transport", *calls, *(f"{c} overhead p50 / p95" for c in calls)],
                 [
-                    "transport",
-                    "search",
-                    "health",
-                    "search overhead p50 / p95",
-                    "health overhead p50 / p95",
-                ],
-                [
-                    [
-                        name.replace("_", " "),
-                        _cell(gr[name]["search"]),
-                        _cell(gr[name]["health"]),
-                    ]
+                    [name.replace("_", " "), *(_cell(gr[name][c]) for c in calls)]
                     + [
                         "–"
                         if name == "in_process"
                         else f"{fmt(gr['overhead_ms'][name][c]['p50'])} / {fmt(gr['overhead_ms'][name][c]['p95'])}"
-                        for c in ("search", "health")
+                        for c in calls
                     ]
-                    for name in (
-                        "in_process",
-                        "unix_socket",
-                        "tcp_loopback",
-                        "unix_socket_no_file_logs",
-                    )
-                    if name in gr
+                    for name in names
                 ]
                 + [
                     [
-                        f"bare grpcio unary echo, {t.replace('_', ' ')}",
+                        f"bare grpcio unary, {t.replace('_', ' ')}",
                         _cell(gr["bare_grpc_ms"][t]),
-                        "–",
-                        "–",
-                        "–",
+                        *("–" for _ in range(2 * len(calls) - 1)),
                     ]
                     for t in ("unix_socket", "tcp_loopback")
                     if "bare_grpc_ms" in gr
                 ],
             ),
         ]
+        if gr.get("uptime_start"):
+            lines += [
+                "",
+                f"`uptime` before: {gr['uptime_start']}; after: {gr.get('uptime_end', '–')}.",
+            ]
     st = res.get("startup")
     if st:
         cli, imp, her = st["cli"], st["imports"], st["hermes"]
