@@ -33,7 +33,7 @@ from stratamem.core.server.auth import (
     normalise_tokens,
 )
 from stratamem.core.server.host_llm import HostLlmBroker, add_host_llm, register_provider
-from stratamem.core.server.idle import Activity, ActivityInterceptor
+from stratamem.core.server.idle import Activity, count_activity
 from stratamem.core.server.limits import TRANSPORT_OPTIONS
 from stratamem.core.server.memory_service import MemoryServicer
 from stratamem.core.server.rpc import Wrapper
@@ -165,9 +165,12 @@ class Service:
 
     # ------------------------------------------------------------------ building
     def _server(self, principal_of: Any, interceptors: list[Any]) -> grpc.aio.Server:
-        server = grpc.aio.server(
-            options=[*TRANSPORT_OPTIONS, ("grpc.so_reuseport", 0)],
-            interceptors=[ActivityInterceptor(self.activity), *interceptors],
+        server = count_activity(
+            grpc.aio.server(
+                options=[*TRANSPORT_OPTIONS, ("grpc.so_reuseport", 0)],
+                interceptors=interceptors or None,
+            ),
+            self.activity,
         )
         wrapper = Wrapper(principal_of)
         MemoryServicer(self.core, wrapper, self.closing).add_to_server(server)

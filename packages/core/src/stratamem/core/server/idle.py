@@ -1,7 +1,8 @@
 """Idle exit of the resident service: it stops after ``server.idle_exit_s`` without calls or open streams.
 
-Every RPC on every listener (core, workspace, host services, health) passes an interceptor that
-counts it in flight from its start until its last response, and so does every viewer HTTP request
+Every RPC on every listener (core, workspace, host services, health) goes through a wrapper, put
+around its handler when the handler is registered, that counts it in flight from its start until
+its last response, and so does every viewer HTTP request
 (an open ``/events`` stream for as long as it is open); the service is idle only when nothing is in
 flight, and idle time counts from the end of the last call, or from when the service became ready.
 ``0`` disables the exit.
@@ -12,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -72,30 +72,53 @@ def _wrap(fn: Any, activity: Activity) -> Any:
     return plain
 
 
-class ActivityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Counts every call's lifetime into an ``Activity``."""
+class _CountedHandlers(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """A generic handler whose method handlers count their calls into an ``Activity``."""
 
-    def __init__(self, activity: Activity) -> None:
+    def __init__(self, inner: grpc.GenericRpcHandler, activity: Activity) -> None:
+        self.inner = inner
         self.activity = activity
-        #: id(handler) -> (handler, its wrapped copy): wrapped once per method, not per call
+        #: id(handler) -> (handler, its counted copy): wrapped once per method, not per call
         self._wrapped: dict[int, tuple[Any, Any]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> Any:
+        handler = self.inner.service(handler_call_details)
         if handler is None or not hasattr(handler, "_replace"):
             return handler
         hit = self._wrapped.get(id(handler))
         if hit is not None and hit[0] is handler:
             return hit[1]
-        fields = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
-        wrapped = handler._replace(**{f: _wrap(getattr(handler, f), self.activity) for f in fields})
-        if len(self._wrapped) < 1024:  # a per-call handler (an auth rejection) is not kept
+        wrapped = _counted(handler, self.activity)
+        if len(self._wrapped) < 1024:  # a handler built per call is not kept
             self._wrapped[id(handler)] = (handler, wrapped)
         return wrapped
+
+
+def _counted(handler: Any, activity: Activity) -> Any:
+    fields = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
+    return handler._replace(**{f: _wrap(getattr(handler, f), activity) for f in fields})
+
+
+def count_activity(server: grpc.aio.Server, activity: Activity) -> grpc.aio.Server:
+    """Make every handler registered on ``server`` from now on (ours, health, reflection, host
+    services) count its calls into ``activity``.
+
+    The handlers are wrapped once, when registered, instead of by a server interceptor: with any
+    interceptor grpc.aio resolves every call's handler through an awaited interceptor chain, a
+    cost paid on each call (measured in ``bench/results/grpc-overhead-session4.md``).
+    """
+    add_generic = server.add_generic_rpc_handlers
+    add_registered = server.add_registered_method_handlers
+
+    def generic(handlers: Any) -> None:
+        add_generic(tuple(_CountedHandlers(h, activity) for h in handlers))
+
+    def registered(service_name: str, handlers: dict[str, Any]) -> None:
+        add_registered(service_name, {k: _counted(h, activity) for k, h in handlers.items()})
+
+    setattr(server, "add_generic_rpc_handlers", generic)  # noqa: B010 - instance-level override
+    setattr(server, "add_registered_method_handlers", registered)  # noqa: B010
+    return server
 
 
 async def exit_when_idle(activity: Activity, idle_s: float, stop: asyncio.Event) -> None:

@@ -183,7 +183,9 @@ class MemoryServicer:
                 dto, namespace=call.namespace(dto.namespace or Namespace(agent_kind=dto.agent))
             )
         if deadline:
-            dto = replace(dto, deadline_at=call.deadline_at(dto.deadline_at))
+            at = call.deadline_at(dto.deadline_at)
+            if at != dto.deadline_at:  # a frozen copy only when the gRPC deadline is earlier
+                dto = replace(dto, deadline_at=at)
         return dto
 
     async def _session_turn(self, req: Any, call: Call, deadline: bool) -> Any:
