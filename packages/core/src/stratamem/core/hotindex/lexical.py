@@ -3,12 +3,15 @@
 Analysis follows LanceDB's FTS defaults (simple tokenizer, lower case, ASCII folding, stop words
 removed, English stemming) so the channel ranks like the native index it replaces, plus CJK bigrams as tokens (the
 native tokenizer keeps a CJK run whole, so bigram queries never matched it). Postings are
-append-only ``array`` buffers read as numpy views: a query allocates nothing proportional to the
-table except one score buffer reused across queries.
+``array`` buffers kept in ascending slot order, read as numpy views. BM25 top-k is exact and
+pruned (MaxScore): terms whose upper bounds cannot lift a document into the top k are only looked
+up for the few documents that can still make it, so a query walks the postings of its rare terms
+and not the full postings of its common ones (``bm25_exhaustive`` is the reference it equals).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import unicodedata
@@ -125,6 +128,28 @@ def idf(n_docs: int, df: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
+def _contrib(w: float, tfs: np.ndarray, dl: np.ndarray, avg: float) -> np.ndarray:
+    """One term's BM25 contribution per posting, float32: the one expression both scorers use, so
+    the pruned path's sums are bit-identical to the exhaustive ones (same operands, same order)."""
+    out: np.ndarray = w * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avg))
+    return out
+
+
+#: below this many postings in all the query's terms together, score them all (nothing to prune)
+PRUNE_MIN_POSTINGS = 16384
+#: a term's cached upper bound is kept from this many postings on (shorter ones: computed per query)
+_BOUND_MIN_DF = 1024
+#: relative slack on bounds and thresholds: float32 sums in another order differ in the last bits
+_SLACK = 1e-4
+
+
+def _kth(vals: np.ndarray, k: int) -> float:
+    """A floor under the k-th best of ``vals`` (0 with fewer than k values), less the slack."""
+    if len(vals) < k:
+        return 0.0
+    return float(np.partition(vals, len(vals) - k)[len(vals) - k]) * (1 - _SLACK)
+
+
 class Lexical:
     """Postings per token over the table's slots; a removed slot's postings are dropped eagerly."""
 
@@ -135,6 +160,10 @@ class Lexical:
         self._total = 0.0
         self._docs = 0
         self._score = np.zeros(0, dtype=np.float32)
+        #: token -> max over its postings of tf·(K1+1)/(tf + K1·(1-B+B·dl/avg)) at ``_bound_avg``
+        #: (long postings only; an add raises it, a remove leaves it: still an upper bound)
+        self._bound: dict[str, float] = {}
+        self._bound_avg = 0.0
 
     # -- writes ------------------------------------------------------------------------------
     def add(self, slot: int, text: str) -> None:
@@ -144,13 +173,24 @@ class Lexical:
         self._len[slot] = float(max(1, len(toks)))
         self._total += self._len[slot]
         self._docs += 1
+        dl = self._len[slot]
         for tok, tf in Counter(toks).items():
             sl = self._slots.get(tok)
             if sl is None:
                 sl = self._slots[tok] = array("i")
                 self._tfs[tok] = array("f")
-            sl.append(slot)
-            self._tfs[tok].append(float(tf))
+            if not sl or sl[-1] < slot:
+                sl.append(slot)
+                self._tfs[tok].append(float(tf))
+            else:  # a rewritten slot: keep the postings ascending (lookups bisect them)
+                at = bisect.bisect_left(sl, slot)
+                sl.insert(at, slot)
+                self._tfs[tok].insert(at, float(tf))
+            bound = self._bound.get(tok)
+            if bound is not None:
+                f = tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / self._bound_avg))
+                if f > bound:
+                    self._bound[tok] = f
 
     def add_many(self, first: int, texts: Sequence[str]) -> None:
         """Index ``texts`` at slots ``first, first + 1, …`` (a bulk load: fresh slots, ascending).
@@ -197,6 +237,7 @@ class Lexical:
         heads = tids[starts].tolist()
         for tid, a, b in zip(heads, starts, stops, strict=True):
             tok = names[tid]
+            self._bound.pop(tok, None)  # recomputed from the postings on the next query
             sl = self._slots.get(tok)
             if sl is None:
                 sl = self._slots[tok] = array("i")
@@ -215,13 +256,15 @@ class Lexical:
             sl = self._slots.get(tok)
             if sl is None:
                 continue
-            keep = [i for i, s in enumerate(sl) if s != slot]
-            if not keep:
-                del self._slots[tok], self._tfs[tok]
+            at = bisect.bisect_left(sl, slot)
+            if at == len(sl) or sl[at] != slot:
                 continue
-            tfs = self._tfs[tok]
-            self._slots[tok] = array("i", (sl[i] for i in keep))
-            self._tfs[tok] = array("f", (tfs[i] for i in keep))
+            if len(sl) == 1:
+                del self._slots[tok], self._tfs[tok]
+                self._bound.pop(tok, None)
+                continue
+            del sl[at]
+            del self._tfs[tok][at]
 
     # -- reads -------------------------------------------------------------------------------
     @property
@@ -243,8 +286,11 @@ class Lexical:
             self._score = np.zeros(max(len(self._len), 2 * len(self._score)), dtype=np.float32)
         return self._score
 
-    def bm25(self, tokens: Sequence[str], mask: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        """Okapi BM25 (OR over ``tokens``) of the slots passing ``mask``, best first."""
+    def bm25_exhaustive(
+        self, tokens: Sequence[str], mask: np.ndarray, limit: int
+    ) -> list[tuple[int, float]]:
+        """Okapi BM25 (OR over ``tokens``) of the slots passing ``mask``: every posting of every
+        term scored (the reference ``bm25`` equals; also its path when there is nothing to prune)."""
         if not tokens or self._docs == 0 or limit <= 0:
             return []
         avg = self._total / self._docs
@@ -256,11 +302,157 @@ class Lexical:
             if got is None:
                 continue
             slots, tfs = got
-            w = idf(self._docs, len(slots))
-            dl = lens[slots]
-            score[slots] += w * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avg))
+            score[slots] += _contrib(idf(self._docs, len(slots)), tfs, lens[slots], avg)
             touched.append(slots)
         return self._top(score, touched, mask, limit)
+
+    def bm25(self, tokens: Sequence[str], mask: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """Okapi BM25 (OR over ``tokens``) of the slots passing ``mask``, best first (ties: lower
+        slot first): exactly ``bm25_exhaustive``'s list, found by MaxScore pruning.
+
+        Terms are taken in decreasing upper bound (idf × the largest per-posting factor). Each
+        taken ("essential") term's postings are scored into the buffer, and the k-th best partial
+        score among the masked slots it touched is a floor under the final k-th score. Once the
+        bounds of the terms not yet taken sum below that floor, no slot outside the taken postings
+        can enter the top k, and a slot inside them only if its partial score plus those bounds
+        reaches the floor: the few that do are scored exactly, every term looked up by bisection
+        in query order (bit-identical sums to the exhaustive scorer's).
+        """
+        if not tokens or self._docs == 0 or limit <= 0:
+            return []
+        uniq = list(dict.fromkeys(tokens))
+        post = {tok: got for tok in uniq if (got := self.postings(tok)) is not None}
+        if sum(len(g[0]) for g in post.values()) < max(PRUNE_MIN_POSTINGS, 8 * limit):
+            return self.bm25_exhaustive(tokens, mask, limit)
+        n_docs = self._docs
+        avg = self._total / n_docs
+        lens = np.frombuffer(self._len, dtype=np.float32)
+        weight = {tok: idf(n_docs, len(post[tok][0])) for tok in post}
+        count = Counter(t for t in tokens if t in post)
+        ub = {
+            tok: count[tok] * weight[tok] * self._factor_bound(tok, post[tok], lens, avg)
+            for tok in post
+        }
+        order = sorted(post, key=lambda t: (-ub[t], len(post[t][0]), t))
+        rest = [0.0] * (len(order) + 1)  # rest[i]: bounds of order[i:] summed
+        for i in range(len(order) - 1, -1, -1):
+            rest[i] = rest[i + 1] + ub[order[i]] * (1 + _SLACK)
+        score = self._buffer()
+        touched: list[np.ndarray] = []
+        floor = 0.0
+        taken = 0
+        reach = 0.0  # the taken terms' bounds summed: no partial score exceeds it
+        try:
+            for tok in order:  # essential terms: every posting scored into the buffer
+                slots, tfs = post[tok]
+                score[slots] += _contrib(count[tok] * weight[tok], tfs, lens[slots], avg)
+                touched.append(slots)
+                taken += 1
+                reach += ub[tok] * (1 + _SLACK)
+                if reach <= rest[taken] and taken < len(order):
+                    continue  # no floor this low can stop the walk: skip computing it
+                inside = slots[slots < len(mask)]
+                floor = max(floor, _kth(score[inside[mask[inside]]], limit))
+                if rest[taken] < floor:
+                    break
+            need = floor - rest[taken]  # a slot whose partial score is below this cannot make it
+            keep = [s[score[s] >= need] for s in touched] if need > 0 else touched
+            cand = keep[0]
+            if len(keep) > 1:  # merge: sort, dedupe (np.unique is much slower on small arrays)
+                cand = np.concatenate(keep)
+                cand.sort()
+                cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
+            cand = cand[cand < len(mask)]
+            cand = cand[mask[cand]]
+            part = score[cand]
+        finally:
+            for s in touched:  # the buffer is reused by the next query
+                score[s] = 0.0
+        for tok in order[taken:]:  # the rest: scored for the candidates only, pruning as it goes
+            slots, tfs = post[tok]
+            w = count[tok] * weight[tok]
+            if len(cand) * 4 > len(slots):  # nearly as many candidates as postings: scatter
+                score[slots] = _contrib(w, tfs, lens[slots], avg)
+                part += score[cand]
+                score[slots] = 0.0
+            else:
+                pos = np.searchsorted(slots, cand)
+                pos[pos == len(slots)] = 0
+                hit = slots[pos] == cand
+                sel = pos[hit]
+                part[hit] += _contrib(w, tfs[sel], lens[slots[sel]], avg)
+            taken += 1
+            floor = max(floor, _kth(part, limit))
+            alive = part + rest[taken] >= floor
+            cand, part = cand[alive], part[alive]
+        return self._rank(self._exact(tokens, post, weight, cand, lens, avg), cand, limit)
+
+    def _factor_bound(
+        self, tok: str, got: tuple[np.ndarray, np.ndarray], lens: np.ndarray, avg: float
+    ) -> float:
+        """An upper bound of tf·(K1+1)/(tf + K1·(1-B+B·dl/avg)) over ``tok``'s postings.
+
+        Cached for long postings at a reference average length; the factor grows with ``avg`` by
+        at most ``avg / reference`` (and shrinks when it falls), so a cached bound stays valid
+        scaled by that ratio; past ×1.25 (or under ×0.8: loose) the cache starts over at the current
+        average.
+        """
+        slots, tfs = got
+        if len(slots) < _BOUND_MIN_DF:
+            dl = lens[slots].astype(np.float64)
+            return float(np.max(tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avg))))
+        if not 0.8 * self._bound_avg <= avg <= 1.25 * self._bound_avg:
+            self._bound.clear()
+            self._bound_avg = avg
+        bound = self._bound.get(tok)
+        if bound is None:
+            dl = lens[slots].astype(np.float64)
+            ref = self._bound_avg
+            bound = float(np.max(tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / ref))))
+            self._bound[tok] = bound
+        return bound * max(1.0, avg / self._bound_avg)
+
+    def _exact(
+        self,
+        tokens: Sequence[str],
+        post: dict[str, tuple[np.ndarray, np.ndarray]],
+        weight: dict[str, float],
+        cand: np.ndarray,
+        lens: np.ndarray,
+        avg: float,
+    ) -> np.ndarray:
+        """BM25 of the ascending slots ``cand``: each query token (in order, repeats included) looked
+        up by bisection in its postings, summed as the exhaustive scorer sums."""
+        acc = np.zeros(len(cand), dtype=np.float32)
+        if not len(cand):
+            return acc
+        hits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for tok in tokens:
+            got = post.get(tok)
+            if got is None:
+                continue
+            where = hits.get(tok)
+            if where is None:
+                slots, tfs = got
+                pos = np.searchsorted(slots, cand)
+                pos[pos == len(slots)] = 0
+                hit = slots[pos] == cand
+                sel = pos[hit]
+                where = hits[tok] = (hit, _contrib(weight[tok], tfs[sel], lens[slots[sel]], avg))
+            acc[where[0]] += where[1]
+        return acc
+
+    @staticmethod
+    def _rank(vals: np.ndarray, cand: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """The best ``limit`` (slot, score) pairs: score descending, then slot ascending."""
+        live = vals > 0
+        cand, vals = cand[live], vals[live]
+        if len(cand) > limit:
+            kth = np.partition(vals, len(vals) - limit)[len(vals) - limit]
+            part = np.flatnonzero(vals >= kth)  # every tie of the k-th score, then by slot
+            cand, vals = cand[part], vals[part]
+        order = np.lexsort((cand, -vals))[:limit]
+        return [(int(cand[i]), float(vals[i])) for i in order]
 
     def weighted(
         self, tokens: Sequence[str], weights: Sequence[float], mask: np.ndarray, limit: int
@@ -298,12 +490,7 @@ class Lexical:
         inside = cand < len(mask)
         cand, vals = cand[inside], vals[inside]
         keep = mask[cand]
-        cand, vals = cand[keep], vals[keep]
-        if len(cand) > limit:
-            part = np.argpartition(-vals, limit - 1)[:limit]
-            cand, vals = cand[part], vals[part]
-        order = np.argsort(-vals, kind="stable")
-        return [(int(cand[i]), float(vals[i])) for i in order if vals[i] > 0]
+        return Lexical._rank(vals[keep], cand[keep], limit)
 
 
 class Substrings:
