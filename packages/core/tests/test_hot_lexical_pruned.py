@@ -101,3 +101,27 @@ def test_equal_scores_are_ranked_by_slot(pruned: bool) -> None:
     got = score(["tram"], mask, 10)
     assert [s for s, _ in got] == list(range(7, 17))
     assert len({v for _, v in got}) == 1
+
+
+_PIECES = [*"abcXYZ019 _-'.,\n\x01", "the ", "dogs ", "running ", "having ", "Café ", "東京タワー"]
+_TEXT = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
+
+
+@settings(max_examples=80, deadline=None)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=30), first=st.integers(0, 5))
+def test_bulk_indexing_equals_indexing_the_texts_one_by_one(texts: list[str], first: int) -> None:
+    # add_many splits the ASCII texts of a batch in one pass (Arrow encodes the words); add
+    # analyses each text by itself
+    bulk, one = Lexical(), Lexical()
+    bulk.add_many(first, texts)
+    for i, text in enumerate(texts):
+        one.add(first + i, text)
+    assert bulk.docs == one.docs
+    assert (
+        np.frombuffer(bulk._len, np.float32).tolist()
+        == np.frombuffer(one._len, np.float32).tolist()
+    )
+    assert sorted(bulk._slots) == sorted(one._slots)
+    for tok in one._slots:
+        assert bulk._slots[tok].tolist() == one._slots[tok].tolist(), tok
+        assert bulk._tfs[tok].tolist() == one._tfs[tok].tolist(), tok

@@ -22,6 +22,8 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import snowballstemmer
 
 _TEXT: Any = None
@@ -110,6 +112,65 @@ def analyze(text: str) -> list[str]:
     if t.CJK_RUN.search(low):
         out.extend(t.cjk_bigrams(low))
     return out
+
+
+#: ASCII bytes to their lower case, other word bytes (``_WORD`` on ASCII: letters, digits) kept,
+#: the text separator \x01 kept, every other byte a space
+_ASCII_WORDS = bytes(
+    c + 32 if 65 <= c <= 90 else c if 97 <= c <= 122 or 48 <= c <= 57 or c == 1 else 32
+    for c in range(256)
+)
+
+
+def analyze_many(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``analyze`` of every text as arrays: (token names, each token's id, the index of the text
+    it came from), tokens of one text in order, texts in order.
+
+    The ASCII texts are lower-cased and split in one pass over their joined bytes, their words
+    dictionary-encoded by Arrow and each distinct word analysed once (a load's texts repeat their
+    words: ~30 words a text, a few distinct ones each); other texts go through ``analyze``.
+    """
+    vocab: dict[str, int] = {}
+    names: list[str] = []
+
+    def tid(tok: str) -> int:
+        got = vocab.get(tok)
+        if got is None:
+            got = vocab[tok] = len(names)
+            names.append(tok)
+        return got
+
+    plain = [i for i, t in enumerate(texts) if t.isascii() and "\x01" not in t]
+    tids: list[np.ndarray] = []
+    where: list[np.ndarray] = []
+    if plain:
+        blob = "\x01".join([texts[i] for i in plain]).encode("ascii")
+        words = blob.translate(_ASCII_WORDS).replace(b"\x01", b" \x01 ").split()
+        enc = pc.dictionary_encode(pa.array(words, type=pa.binary()))
+        code = np.empty(len(enc.dictionary), dtype=np.int64)
+        for i, raw in enumerate(enc.dictionary.to_pylist()):
+            if raw == b"\x01":
+                code[i] = -2
+                continue
+            w = raw.decode("ascii")
+            tok = _WORD_TOKEN.get(w, _UNSEEN)
+            if tok is _UNSEEN:
+                tok = _word_token(w)
+            code[i] = -1 if tok is None else tid(tok)
+        ids = code[np.asarray(enc.indices, dtype=np.int64)]
+        text_no = np.cumsum(ids == -2)  # the k-th text of ``plain`` follows k separators
+        keep = ids >= 0
+        tids.append(ids[keep])
+        where.append(np.asarray(plain, dtype=np.int64)[text_no[keep]])
+    if len(plain) < len(texts):
+        rest = sorted(set(range(len(texts))) - set(plain))
+        for i in rest:
+            toks = analyze(texts[i])
+            tids.append(np.array([tid(t) for t in toks], dtype=np.int64))
+            where.append(np.full(len(toks), i, dtype=np.int64))
+    if not tids:
+        return names, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return names, np.concatenate(tids), np.concatenate(where)
 
 
 def query_tokens(terms: Iterable[str], *, unique: bool = True) -> list[str]:
@@ -201,19 +262,8 @@ class Lexical:
         """
         if not texts:
             return
-        vocab: dict[str, int] = {}
-        names: list[str] = []
-        tok_ids: list[int] = []
-        lens = np.zeros(len(texts), dtype=np.int64)
-        for i, text in enumerate(texts):
-            toks = analyze(text)
-            lens[i] = len(toks)
-            for tok in toks:
-                tid = vocab.get(tok)
-                if tid is None:
-                    tid = vocab[tok] = len(names)
-                    names.append(tok)
-                tok_ids.append(tid)
+        names, tid_arr, text_of = analyze_many(texts)
+        lens = np.bincount(text_of, minlength=len(texts))
         end = first + len(texts)
         if len(self._len) < end:
             self._len.extend([0.0] * (end - len(self._len)))
@@ -222,10 +272,9 @@ class Lexical:
         for v in doc_len.tolist():  # in slot order, as ``add`` sums them
             self._total += v
         self._docs += len(texts)
-        if not tok_ids:
+        if not len(tid_arr):
             return
-        tid_arr = np.asarray(tok_ids, dtype=np.int64)
-        slot_arr = np.repeat(np.arange(first, end, dtype=np.int64), lens)
+        slot_arr = text_of + first
         key = tid_arr * (end + 1) + slot_arr  # (token, slot) pairs, counted: the tf
         uniq, tf = np.unique(key, return_counts=True)
         tids = uniq // (end + 1)
