@@ -264,9 +264,11 @@ DEFAULTS: dict[str, Any] = {
         "hot_ann_threshold_rows": 20000,
         "hot_ann_connectivity": 16,
         "hot_ann_expansion_add": 64,
-        #: graph search breadth (candidates are rescored exactly): 96 gave recall@10 0.97-0.98 at
-        #: 100k and 0.97 at 300k against exact; 160 keeps the >= 0.98 bar with margin
+        #: graph search breadth up to hot_ann_expansion_ref_rows vectors (candidates are rescored
+        #: exactly), then this much again per doubling past it (hotindex/ann.py): a fixed 160 gave
+        #: recall@10 0.981 at 100k but 0.976 at 300k against exact; 384 gave 0.982 at 300k
         "hot_ann_expansion_search": 160,
+        "hot_ann_expansion_ref_rows": 100000,
         "hot_ann_dtype": "i8",
         "hot_ann_threads": 2,
         #: the graph (int8 distances) proposes limit×oversample/share candidates, rescored exactly

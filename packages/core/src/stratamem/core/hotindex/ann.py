@@ -2,10 +2,12 @@
 
 Keys are table slots (never reused until a rebuild). The graph only proposes candidates; the
 caller rescores them exactly against the float32 matrix, so quantisation does not reach the scores.
+The search breadth grows with the graph (``expansion``): a fixed breadth loses recall as it grows.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +29,16 @@ class Ann:
             expansion_search=cfg.get_int("hot_ann_expansion_search"),
         )
         self.threads = cfg.get_int("hot_ann_threads")
+        self.base_expansion = cfg.get_int("hot_ann_expansion_search")
+        self.ref_rows = max(1, cfg.get_int("hot_ann_expansion_ref_rows"))
+        self._expansion = self.base_expansion
+
+    def expansion(self, n: int) -> int:
+        """Search breadth for a graph of ``n`` vectors: ``hot_ann_expansion_search`` up to
+        ``hot_ann_expansion_ref_rows``, then that much again per doubling past it."""
+        if n <= self.ref_rows:
+            return self.base_expansion
+        return math.ceil(self.base_expansion * (1 + math.log2(n / self.ref_rows)))
 
     def __len__(self) -> int:
         return len(self.index)
@@ -41,5 +53,10 @@ class Ann:
 
     def search(self, qvec: np.ndarray, count: int) -> np.ndarray:
         """Candidate slots, nearest first."""
+        ef = self.expansion(len(self.index))
+        if ef != self._expansion:
+            # (usearch declares the setter after another property's: mypy reads it as read-only)
+            self.index.expansion_search = ef  # type: ignore[misc]
+            self._expansion = ef
         found = self.index.search(qvec, count)
         return np.asarray(found.keys, dtype=np.int64)
