@@ -64,6 +64,8 @@ T = TypeVar("T")
 DEFAULT_MAX_IN_FLIGHT = 100
 #: How long a call keeps retrying while the server is unreachable (restart, not yet listening).
 DEFAULT_RECONNECT_S = 5.0
+#: How long an event stream keeps resubscribing while no service answers (a restart takes seconds).
+DEFAULT_EVENTS_RESUME_S = 120.0
 #: Extra time the transport deadline allows beyond a request's own ``deadline_at`` so the server can
 #: answer with its safe cut-off instead of the call dying in transit.
 DEADLINE_GRACE_S = 0.5
@@ -114,6 +116,7 @@ class RemoteCore:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         reconnect_s: float = DEFAULT_RECONNECT_S,
         reconnect: Callable[[], Awaitable[str]] | None = None,
+        events_resume_s: float = DEFAULT_EVENTS_RESUME_S,
     ) -> None:
         self.target = target
         self._metadata: tuple[tuple[str, str], ...] = (
@@ -134,6 +137,8 @@ class RemoteCore:
         #: transport failures recovered by ``reconnect`` (a new channel each time)
         self.reconnects = 0
         self.epoch: str | None = None
+        #: how long an event stream keeps resubscribing while no service answers
+        self.events_resume_s = events_resume_s
         self._closed = False
 
     def _open_channel(self, target: str) -> None:
@@ -430,24 +435,90 @@ class RemoteCore:
     def subscribe_events(
         self, since_seq: int | None = None, types: Sequence[str] = ()
     ) -> AsyncIterator[Event]:
+        """Events as they happen (after ``since_seq`` first, while the service still buffers it).
+
+        The stream survives the service going away: it resubscribes with back-off (through
+        ``reconnect`` when given, which finds or starts the home's service) and goes on from the
+        last event it delivered — nothing twice, nothing skipped in between. Across a restart the
+        ``epoch`` changes and the stream goes on from the new service's first event; what the old
+        process emitted but never delivered went with it (the bus lives in memory), and the epoch
+        change is the mark of that. When the new service no longer buffers its own first events,
+        or no service answers for ``events_resume_s``, the stream ends with a typed error."""
         return self._events(since_seq, types)
 
     async def _events(self, since_seq: int | None, types: Sequence[str]) -> AsyncIterator[Event]:
-        req = m.SubscribeEventsRequest(types=list(types))
-        if since_seq is not None:
-            req.since_seq = since_seq
-            if self.epoch is not None:
-                req.epoch = self.epoch
-        call = self._stub.SubscribeEvents(req, metadata=self._metadata)
-        try:
-            async for msg in call:
-                event = codec.decode(msg, Event)
-                self.epoch = event.epoch or self.epoch
-                yield event
-        except grpc.aio.AioRpcError as exc:
-            raise error_from_rpc(exc) from None
-        finally:
-            call.cancel()
+        last = since_seq
+        epoch = self.epoch if since_seq is not None else None
+        failing_since: float | None = None
+        attempt = 0
+        while not self._closed:
+            generation = self._generation
+            req = m.SubscribeEventsRequest(types=list(types))
+            if last is not None:
+                req.since_seq = last
+                if epoch is not None:
+                    req.epoch = epoch
+            call = self._stub.SubscribeEvents(req, metadata=self._metadata)
+            try:
+                async for msg in call:
+                    event = codec.decode(msg, Event)
+                    if event.epoch == epoch and last is not None and event.seq <= last:
+                        continue  # already delivered (a resumed replay overlapping)
+                    last, epoch = event.seq, event.epoch or epoch
+                    self.epoch = epoch
+                    failing_since, attempt = None, 0
+                    yield event
+                # the stream ended without an error: the service is stopping
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise  # our consumer cancels
+                if self._closed:
+                    return  # shutdown closed the channel: the stream ends with the client
+                # grpc cancelled the call locally: its channel was closed (replaced by a recovery)
+            except grpc.aio.AioRpcError as exc:
+                if self._closed:
+                    return
+                err = error_from_rpc(exc)
+                moved = err.details.get("requested_epoch") is not None and err.details.get("epoch")
+                if moved:  # the service restarted: go on from the new epoch's first event
+                    if int(err.details.get("oldest_seq") or 0) > 1:
+                        raise StratamemError(
+                            ErrorCode.INVALID_ARGUMENT,
+                            "the service restarted and no longer buffers the start of its new "
+                            f"epoch (oldest seq {err.details.get('oldest_seq')}): events were "
+                            "lost; resubscribe without a seq",
+                            {**err.details, "last_seq": last, "last_epoch": epoch},
+                        ) from None
+                    last, epoch = 0, str(err.details["epoch"])
+                    continue
+                if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) or (
+                    exc.trailing_metadata() or ()
+                ):
+                    raise err from None
+            finally:
+                call.cancel()
+            if self._closed:
+                return
+            now = time.monotonic()
+            failing_since = failing_since or now
+            if now - failing_since > self.events_resume_s:
+                raise StratamemError(
+                    ErrorCode.TRANSPORT_CLOSED,
+                    f"event stream: no service answered for {self.events_resume_s:.0f}s",
+                    {"last_seq": last, "epoch": epoch},
+                )
+            await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+            attempt += 1
+            if self._reconnect is not None:
+                try:
+                    await self._recover(generation)
+                except StratamemError as err:
+                    if err.code is not ErrorCode.TRANSPORT_CLOSED:
+                        raise  # e.g. another version now owns the home
+                    # not back yet: the next round retries within events_resume_s
+            if last is None:
+                last = 0  # nothing delivered yet: everything the service buffers is new to us
 
 
 class BlockingRemoteCore:

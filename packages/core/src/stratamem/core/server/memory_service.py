@@ -318,7 +318,7 @@ class MemoryServicer:
             if epoch is not None and epoch != bus.epoch:
                 raise OutOfRange(
                     f"epoch {epoch!r} is not the server's current epoch; resubscribe without a seq",
-                    {"epoch": bus.epoch, "requested_epoch": epoch},
+                    {"epoch": bus.epoch, "requested_epoch": epoch, "oldest_seq": bus.oldest_seq()},
                 )
             newest = bus.recent()[-1].seq if bus.recent() else 0
             if since < 0 or since > newest or (since and since < bus.oldest_seq() - 1):
