@@ -265,10 +265,11 @@ DEFAULTS: dict[str, Any] = {
         "hot_ann_connectivity": 16,
         "hot_ann_expansion_add": 64,
         #: graph search breadth up to hot_ann_expansion_ref_rows vectors (candidates are rescored
-        #: exactly), then this much again per doubling past it (hotindex/ann.py): a fixed 160 gave
-        #: recall@10 0.981 at 100k but 0.976 at 300k against exact; 384 gave 0.982 at 300k
+        #: exactly), then this much again per doubling past it (hotindex/ann.py; 320 at 100k, 574
+        #: at 300k, 852 at 1M). Recall@10 vs exact on the bench corpus: 160 read 0.973-0.983 at
+        #: 100k (three graphs) and 0.976 at 300k; 320 read 0.982 at 100k, 384-512 0.982 at 300k
         "hot_ann_expansion_search": 160,
-        "hot_ann_expansion_ref_rows": 100000,
+        "hot_ann_expansion_ref_rows": 50000,
         "hot_ann_dtype": "i8",
         "hot_ann_threads": 2,
         #: the graph (int8 distances) proposes limit×oversample/share candidates, rescored exactly
