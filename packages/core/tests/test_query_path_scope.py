@@ -180,3 +180,25 @@ async def test_a_scoped_hot_table_cannot_be_widened_by_its_mask(tmp_path: Path) 
             store.hot.maintenance_table("traces", "")
     finally:
         store.close()
+
+
+async def test_two_scoped_views_of_one_table_keep_their_own_scopes(tmp_path: Path) -> None:
+    """Views share the table's state, never each other's scope (nor write one into the table)."""
+    store = await LanceStore(tmp_path, 8, "m", {"hot_index": True}).open()
+    try:
+        rows = [_row(i, ALICE, f"alice note {i}") for i in range(2)]
+        rows += [_row(i, BOB, f"bob secret {i}") for i in range(2)]
+        await store.upsert("traces", rows)
+        assert store.hot is not None
+        alice = store.hot.scoped("traces", Scope.visible(ALICE))
+        bob = store.hot.scoped("traces", Scope.visible(BOB))
+        assert alice is not None and bob is not None
+        a_slot, b_slot = alice.slot_of["tr_alice_0"], alice.slot_of["tr_bob_0"]
+        assert alice.rows[a_slot] and bob.rows[b_slot]  # each reads its own
+        for view, foreign in ((alice, b_slot), (bob, a_slot)):
+            with pytest.raises(StratamemError):
+                view.rows[foreign]
+        raw = store.hot.maintenance_table("traces", "test")
+        assert raw is not None and "_view" not in vars(raw.rows) and "scope" not in vars(raw)
+    finally:
+        store.close()

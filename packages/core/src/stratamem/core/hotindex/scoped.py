@@ -32,6 +32,8 @@ MAX_SCOPES_CACHED = 64
 class _ScopedRows(RowStore):
     """The table's rows (shared state, as the view shares the table's), refusing foreign slots."""
 
+    __slots__ = ("_view",)  # its own, not in the shared ``__dict__``
+
     def __init__(self, rows: RowStore, view: ScopedHotTable) -> None:  # a view: no RowStore init
         self.__dict__ = rows.__dict__
         self._view = view
@@ -42,17 +44,24 @@ class _ScopedRows(RowStore):
 
 
 class ScopedHotTable(HotTable):
-    __slots__ = ("_codes", "_nkeys", "scope")
+    #: the view's own state lives in slots, never in the ``__dict__`` it shares with the table
+    __slots__ = ("_codes", "_nkeys", "_rows_view", "_table", "scope")
 
     def __init__(self, table: HotTable, scope: Scope) -> None:  # a view: no HotTable init
         self.__dict__ = table.__dict__
+        self._table = table
         self.scope = scope
         self._nkeys = -1
         self._codes: frozenset[int] | None = frozenset()
+        self._rows_view: _ScopedRows | None = None
 
     @property
     def rows(self) -> RowStore:
-        return _ScopedRows(self.__dict__["rows"], self)
+        raw = self.__dict__["rows"]
+        view = self._rows_view
+        if view is None or view.__dict__ is not raw.__dict__:
+            view = self._rows_view = _ScopedRows(raw, self)
+        return view
 
     @rows.setter
     def rows(self, value: RowStore) -> None:
@@ -68,13 +77,16 @@ class ScopedHotTable(HotTable):
         return self._codes
 
     def check(self, slot: int) -> None:
-        allowed = self._allowed()
-        if allowed is not None and int(self.owner[slot]) not in allowed:
-            raise StratamemError(
-                ErrorCode.PERMISSION_DENIED,
-                f"hot index slot {slot} of {self.name!r} is outside the reader's scope",
-                {"table": self.name},
-            )
+        allowed = self._codes if self._nkeys == len(self._owner_keys) else self._allowed()
+        if allowed is not None and self.owner.item(slot) not in allowed:
+            self._refuse(slot)
+
+    def _refuse(self, slot: int) -> None:
+        raise StratamemError(
+            ErrorCode.PERMISSION_DENIED,
+            f"hot index slot {slot} of {self.name!r} is outside the reader's scope",
+            {"table": self.name},
+        )
 
     def scope_mask(self, scope: Scope) -> np.ndarray:
         mine = HotTable.scope_mask(self, self.scope)
@@ -94,5 +106,11 @@ class ScopedHotTable(HotTable):
         return mine
 
     def full_row(self, slot: int) -> Row:
-        self.check(slot)
-        return HotTable.full_row(self, slot)
+        # ``check`` inlined: this runs once per candidate row of every query
+        allowed = self._codes if self._nkeys == len(self._owner_keys) else self._allowed()
+        if allowed is not None and self.owner.item(slot) not in allowed:
+            self._refuse(slot)
+        return _full_row(self._table, slot)  # the raw rows: read once, already checked
+
+
+_full_row = HotTable.full_row
