@@ -43,3 +43,19 @@ def test_service_stop_leaves_no_pending_dsh_task(
             loop.close()
     destroyed = [r.getMessage() for r in caplog.records if "destroyed" in r.getMessage()]
     assert destroyed == []
+
+
+async def test_stopping_one_service_leaves_another_cores_bridge_running(tmp_path: Path) -> None:
+    async with (
+        open_core(tmp_path / "a", embedding__provider="none") as core_a,
+        open_core(tmp_path / "b", embedding__provider="none") as core_b,
+    ):
+        svc_a = await Service(core_a, ServeOptions(drain_s=1.0)).start()
+        svc_b = await Service(core_b, ServeOptions(drain_s=1.0)).start()
+        bridge_a = dsh_service.bridge_for(core_a, tmp_path / "a")
+        bridge_b = dsh_service.bridge_for(core_b, tmp_path / "b")
+        await svc_a.stop()
+        assert bridge_a._poller is None
+        assert bridge_b._poller is not None and not bridge_b._poller.done()
+        await svc_b.stop()
+        assert bridge_b._poller is None

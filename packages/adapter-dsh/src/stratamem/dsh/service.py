@@ -146,17 +146,36 @@ def add_to_server(server: Any, core: Any, context: Any) -> None:
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     _watch_parent()
-    if stop_bridge not in context.on_stop:  # the owner socket and the TCP server share one
-        context.on_stop.append(stop_bridge)
+    stop = _Stop(core)
+    if stop not in context.on_stop:  # the owner socket and the TCP server share one
+        context.on_stop.append(stop)
 
 
-async def stop_bridge() -> None:
-    """The service stops: each bridge stops its poller and its queues (awaited, so no task is left
-    pending when the loop closes), unfinished turns go back to the spool, the parent watch ends."""
-    while _BRIDGES:
-        _key, (_core, bridge) = _BRIDGES.popitem()
-        await bridge.close()
-    while _watching:
+class _Stop:
+    """``ServiceContext.on_stop`` callback of one core's bridge (equal per core: added once)."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Stop) and other.core is self.core
+
+    def __hash__(self) -> int:
+        return id(self.core)
+
+    async def __call__(self) -> None:
+        await stop_bridge(self.core)
+
+
+async def stop_bridge(core: Any) -> None:
+    """The service of ``core`` stops: its bridge stops the poller and the queues (awaited, so no
+    task is left pending when the loop closes), unfinished turns go back to the spool; the parent
+    watch ends with the last bridge."""
+    entry = _BRIDGES.get(id(core))
+    if entry is not None and entry[0] is core:
+        del _BRIDGES[id(core)]
+        await entry[1].close()
+    while not _BRIDGES and _watching:
         task = _watching.pop()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
