@@ -4,7 +4,7 @@ overhead = remote minus in-process, p50 and p95.
 
 Every call is interleaved: one home is built, copied, and opened at once in-process (in this
 process) and by a served process, so each iteration runs in-process, Unix socket and TCP loopback
-back to back (in a rotating order) under the same machine load. The floor is measured in the same
+one after another (in a fresh random order, 2 ms apart) under the same machine load. The floor is measured in the same
 iterations: a bare grpcio unary (its own process, grpc.aio on both ends like the service and
 ``RemoteCore``, no interceptor, no protobuf) whose request and reply have the sizes of the search
 request and reply, over both transports: what any Python gRPC hop costs on this machine.
@@ -21,6 +21,7 @@ import collections
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -38,6 +39,8 @@ QUERY = "What did I say about my commute and the tram?"
 #: the calls whose overhead is the target (``health`` is reported as the smallest call)
 TARGET_CALLS = ("search", "turn_start")
 TRANSPORTS = ("unix_socket", "tcp_loopback")
+#: untimed pause after each call, so what a call leaves behind is not timed into the next one
+SETTLE_S = 0.002
 
 #: a grpcio aio server answering a fixed reply of argv[2] bytes (no interceptors, no protobuf)
 _FLOOR_SERVER = r"""
@@ -185,6 +188,7 @@ async def run_grpc(
     profile: Path | None = None,
     served_telemetry: bool = True,
     baseline: Path | None = None,
+    seed: int = 7,
 ) -> dict[str, Any]:
     """``n`` interleaved iterations (after ``warmup``); ``rounds`` is kept for callers, unused.
     With ``profile`` (a directory), py-spy samples the served process and this one.
@@ -192,7 +196,8 @@ async def run_grpc(
     ``served_telemetry``: the in-process core logs, traces and writes its event log exactly as
     ``stratamem serve`` does (files in its home), so that the two sides differ by the hop alone;
     without it the in-process side writes no log lines and the overhead includes the served
-    process's perf and event lines.
+    process's perf and event lines. (OpenTelemetry's provider is process-wide and set once: later
+    sections of the same bench process keep it; spans only record once an exporter is attached.)
 
     ``baseline``: a source tree of another commit (``git archive``); a second home copy is served
     by that commit's packages (same interpreter and dependencies) and called over both transports
@@ -226,6 +231,7 @@ async def run_grpc(
         clients: dict[str, RemoteCore] = {}
         channels: list[grpc.aio.Channel] = []
         spies: list[subprocess.Popen[bytes]] = []
+        based_pid = 0
         core = await open_local_core(root / "local", embedder=load_embedder({}))
         if served_telemetry:
             _telemetry_as_served(core)
@@ -241,6 +247,7 @@ async def run_grpc(
                     _serve_cmd(root / "served-base", fresh=True), _pythonpath(baseline)
                 )
                 procs.append(based)
+                based_pid = based.pid
                 clients["unix_socket_baseline"] = RemoteCore(f"unix:{binfo['socket']}")
                 clients["tcp_loopback_baseline"] = RemoteCore(binfo["tcp"])
             reply = codec.to_proto(await core.search(q)).ByteSize()
@@ -291,18 +298,26 @@ async def run_grpc(
                 ]
             calls += [(name, "unary", fn) for name, fn in floors.items()]
             samples = {name: Samples() for name, _, _ in calls}
+            order = random.Random(seed)
             for i in range(warmup + n):
                 if profile is not None and i == warmup:
                     spies = [
                         _py_spy(served.pid, profile / "server.raw"),
                         _py_spy(os.getpid(), profile / "client.raw"),
                     ]
+                    if baseline is not None:
+                        spies.append(_py_spy(based_pid, profile / "server-baseline.raw"))
                     await asyncio.sleep(1.0)  # py-spy attached before the timed calls
-                k = i % len(calls)  # rotate the order so no transport always goes first
-                for name, call_name, fn in calls[k:] + calls[:k]:
+                # a fresh order each iteration: a call that leaves work behind (a turn_start's
+                # events and log lines) slows whichever call comes next, so no call may always
+                # follow the same one (a fixed rotation did: over the socket, search always came
+                # after the in-process turn_start and read +2 ms slower than over TCP)
+                order.shuffle(calls)
+                for name, call_name, fn in calls:
                     ms, _ = await time_async(fn)
                     if i >= warmup:
                         samples[name].add(call_name, ms)
+                    await asyncio.sleep(SETTLE_S)  # as between a host's calls: leftovers finish
         finally:
             for spy in spies:
                 spy.send_signal(signal.SIGINT)
@@ -422,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             profile=args.profile,
             served_telemetry=not args.no_served_telemetry,
             baseline=args.baseline,
+            seed=args.seed,
         )
     )
     print(res["uptime_start"])
@@ -430,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(res, indent=2), encoding="utf-8")
     if args.profile:
-        for side in ("server", "client"):
+        for side in ("server", "server-baseline", "client"):
             raw = args.profile / f"{side}.raw"
             if raw.exists():
                 md = ["| frame | inclusive | self |", "|---|---|---|"]

@@ -611,7 +611,9 @@ def render(res: dict[str, Any]) -> str:
             "against `stratamem serve` in its own process over the owner's Unix socket and TCP "
             "loopback"
             + (
-                f", every call interleaved ({gr['iterations']} iterations, rotating order; one home "
+                f", every call interleaved ({gr['iterations']} iterations, "
+                + ("random order, 2 ms apart" if "request_bytes" in gr else "rotating order")
+                + "; one home "
                 "copied, opened in-process and served at once"
                 + (
                     ", the in-process core logging as the served one does"
