@@ -424,8 +424,31 @@ async def run_locomo(
         "adversarial": sum(1 for q in questions if q.category == ADVERSARIAL),
         "ingest_s": round(ingest_s, 1),
         "systems": score(questions, runs | llm_runs),
+        "halves": halves(convs, questions, runs),
     }
     return out
+
+
+#: tune on the first conversations, confirm on the rest: a change that only helps where it was
+#: tuned shows up as a gap between the halves (the held-back conversations decide in the end)
+TUNE_CONVS = 3
+
+
+def halves(
+    convs: Sequence[Conversation], questions: Sequence[Question], runs: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """``search`` and ``turn_start`` scored on the tuning conversations and on the others."""
+    ids = [c.id for c in convs]
+    if len(ids) <= TUNE_CONVS:
+        return {}
+    parts = {
+        f"tune ({', '.join(ids[:TUNE_CONVS])})": set(ids[:TUNE_CONVS]),
+        f"confirm ({', '.join(ids[TUNE_CONVS:])})": set(ids[TUNE_CONVS:]),
+    }
+    picked = {s: runs[s] for s in ("search", "turn_start") if s in runs}
+    return {
+        name: score([q for q in questions if q.conv in sel], picked) for name, sel in parts.items()
+    }
 
 
 def llm_overrides_from_env(
@@ -510,6 +533,20 @@ def render(res: dict[str, Any]) -> str:
                 f"| {name} | {size} | "
                 f"{_f(s.get('empty_on_answerable'))} | {_f(s.get('abstention_cat5'))} |"
             )
+    if res.get("halves"):
+        lines += [
+            "",
+            "| conversations | method | n | R@10 | hit@10 | MRR@10 | multi-hop R@10 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for part, systems in res["halves"].items():
+            for name, s in systems.items():
+                a = s["all"]
+                mh = s.get("multi_hop", {}).get("R@10")
+                lines.append(
+                    f"| {part} | {name} | {a['n']} | {_f(a['R@10'])} | {_f(a['hit@10'])} | "
+                    f"{_f(a['MRR@10'])} | {_f(mh)} |"
+                )
     if "search" in res["systems"] and "all" in res["systems"]["search"]:
         lines += [
             "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.locomo import (
+    halves,
     llm_overrides_from_env,
     load,
     parse_conversation,
@@ -134,3 +135,20 @@ async def test_the_harness_runs_end_to_end_with_the_llm_rows_over_a_scripted_ser
     assert "search+llm" in render(res)
     # the filter kept at most the one memory the scripted model selected, per question
     assert systems["search+llm"]["all"]["R@10"] <= systems["search"]["all"]["R@10"]
+
+
+def test_halves_score_the_tuning_and_the_confirming_conversations_apart() -> None:
+    convs = [parse_conversation(RAW | {"sample_id": f"conv-{i}"}) for i in range(5)]
+    questions = [q for c in convs for q in c.questions]
+    # search finds everything in the first three conversations and nothing in the last two
+    search = {q.id: {"ranked": list(q.gold) if q.conv < "conv-3" else []} for q in questions}
+    got = halves(convs, questions, {"search": search, "bm25": search})
+    tune, confirm = got["tune (conv-0, conv-1, conv-2)"], got["confirm (conv-3, conv-4)"]
+    assert set(tune) == {"search"}  # baselines are not split
+    assert tune["search"]["all"]["R@10"] == 1.0 and tune["search"]["all"]["n"] == 6
+    assert confirm["search"]["all"]["hit@10"] == 0.0 and confirm["search"]["all"]["n"] == 4
+    assert halves(convs[:3], questions, {"search": search}) == {}
+    res = {"conversations": [c.id for c in convs], "memories": 0, "questions": 10}
+    assert "| confirm (conv-3, conv-4) | search | 4 |" in render(
+        res | {"adversarial": 5, "ingest_s": 0, "systems": {}, "halves": got}
+    )

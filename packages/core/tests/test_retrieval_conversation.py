@@ -85,8 +85,9 @@ async def _top3(home: Path, keys: dict[str, str], **overrides: object) -> dict[s
         await core.shutdown()
 
 
-async def test_calibrated_fusion_finds_the_answer_turn_and_the_dated_memory(tmp_path: Path) -> None:
-    core = await open_local_core(tmp_path)
+async def _ingest(home: Path) -> dict[str, str]:
+    """Every pair of turns through ``turn_end``; trace id -> "session.turn"."""
+    core = await open_local_core(home)
     keys: dict[str, str] = {}
     try:
         for s, (when, turns) in enumerate(SESSIONS):
@@ -105,8 +106,34 @@ async def test_calibrated_fusion_finds_the_answer_turn_and_the_dated_memory(tmp_
         await core.flush(60)
     finally:
         await core.shutdown()
+    return keys
+
+
+async def test_calibrated_fusion_finds_the_answer_turn_and_the_dated_memory(tmp_path: Path) -> None:
+    keys = await _ingest(tmp_path)
     shipped = await _top3(tmp_path, keys)
     rank_fusion = await _top3(tmp_path, keys, retrieval__trace_fusion="rrf")
     for text, gold in QUESTIONS.items():
         assert gold in shipped[text], (text, shipped[text])
         assert gold not in rank_fusion[text], (text, rank_fusion[text])
+
+
+async def test_a_hyphenated_word_in_the_question_is_not_an_identifier_that_empties_recall(
+    tmp_path: Path,
+) -> None:
+    # "beginner-friendly" (17 chars with a hyphen) once counted as an exact identifier: every trace
+    # without that spelling became ineligible and the search returned nothing at all
+    keys = await _ingest(tmp_path)
+    core = await open_local_core(tmp_path)
+    try:
+        res = await core.search(
+            RetrievalQuery(
+                agent="chat",
+                query="Which beginner-friendly pottery class did Ann go to?",
+                namespace=NS,
+                top_k=TopK(0, 3, 0),
+            )
+        )
+    finally:
+        await core.shutdown()
+    assert "1.0" in [keys.get(h.ref_id) for h in res.hits]

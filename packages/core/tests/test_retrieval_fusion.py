@@ -51,6 +51,20 @@ def test_fused_scores_are_bounded_and_lexical_alone_without_vectors() -> None:
     assert lexical_score(cand("p", {"pattern": (0, 2.0)}, None)) == pytest.approx(0.6)
 
 
+def test_lexical_power_keeps_a_clear_bm25_lead_over_a_partial_match_with_a_better_cosine() -> None:
+    # "lead" holds the query's rare words (BM25 best); "partial" shares one common word with the
+    # query (BM25 0.6 of the best) and sits a little closer in cosine
+    lead = cand("lead", {"fts": (0, 1.0), "vec_summary": (1, 0.38)}, 0.38)
+    partial = cand("partial", {"fts": (1, 0.6), "vec_summary": (0, 0.52)}, 0.52)
+    far = cand("far", {"vec_summary": (2, 0.20)}, 0.20)
+    linear = fused_scores([lead, partial, far])
+    assert linear["partial"] > linear["lead"]  # power 1: the partial match wins on its cosine
+    powered = fused_scores([lead, partial, far], lexical_power=1.5)
+    assert powered["lead"] > powered["partial"]
+    assert powered["lead"] == pytest.approx(linear["lead"])  # the best lexical match keeps 1.0
+    assert lexical_score(partial, 1.5) == pytest.approx(0.6**1.5)
+
+
 def test_cosine_scale_maps_the_pool_range_to_unit_and_clips() -> None:
     sc = CosineScale([0.2, 0.6, None])
     assert sc(0.2) == 0.0 and sc(0.6) == 1.0 and sc(0.4) == pytest.approx(0.5)

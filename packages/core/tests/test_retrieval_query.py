@@ -43,6 +43,13 @@ def test_identifiers_tags_and_error_fragments_are_extracted() -> None:
     assert exact_identifiers("plainwordwithoutdigits") == []
 
 
+def test_words_joined_by_hyphens_are_prose_not_identifiers() -> None:
+    text = (
+        "transgender-specific events, state-of-the-art tools, req-7f3a9c2e11ab and svc_payment-prod"
+    )
+    assert exact_identifiers(text) == ["req-7f3a9c2e11ab", "svc_payment-prod"]
+
+
 def test_bm25_weights_rare_terms_over_common_ones() -> None:
     docs = ["deploy the app", "deploy the db", "deploy falcon", "unrelated"]
     scores = bm25_scores(["deploy", "falcon"], docs)

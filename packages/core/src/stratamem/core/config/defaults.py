@@ -228,6 +228,10 @@ DEFAULTS: dict[str, Any] = {
         "trace_fusion": "calibrated",
         #: share of the lexical (BM25) side in the calibrated score; the rest is the scaled cosine
         "fusion_lexical_weight": 0.5,
+        #: the lexical side's score (BM25 over the pool's best, in [0, 1]) is raised to this power
+        #: before weighing: a memory far ahead of the other lexical matches keeps its lead, a weak
+        #: partial match counts for little (retrieval/fusion.py)
+        "fusion_lexical_power": 1.5,
         #: a trace gains this times its best session neighbour's score (0 turns expansion off)
         "neighbour_weight": 0.5,
         #: how many of the best traces fetch their session neighbours

@@ -48,6 +48,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "retrieval.candidate_pool_factor": (1, 100),
     "retrieval.vector_scan_max_age_ms": (0, 366 * 86_400_000),
     "retrieval.fusion_lexical_weight": (0.0, 1.0),
+    "retrieval.fusion_lexical_power": (0.25, 4.0),
     "retrieval.neighbour_weight": (0.0, 2.0),
     "retrieval.neighbour_expand_top": (0, 100),
     "retrieval.time_window_weight": (0.0, 2.0),

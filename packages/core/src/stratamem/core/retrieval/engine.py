@@ -304,6 +304,7 @@ class _Run:
             pending,
             self.qvec,
             lexical_weight=float(self.s("fusion_lexical_weight")),
+            lexical_power=float(self.s("fusion_lexical_power")),
             weight=float(self.s("neighbour_weight")),
             top=int(self.s("neighbour_expand_top")),
             near_rows=near_rows,

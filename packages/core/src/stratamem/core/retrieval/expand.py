@@ -127,6 +127,7 @@ async def expand_pool(
     qvec: Any,
     *,
     lexical_weight: float,
+    lexical_power: float = 1.0,
     weight: float = NEIGHBOUR_WEIGHT,
     top: int = EXPAND_TOP,
     near_rows: Callable[[list[Mapping[str, Any]]], Sequence[Mapping[str, Any]]] | None = None,
@@ -143,7 +144,7 @@ async def expand_pool(
     from stratamem.core.retrieval.fusion import CosineScale, fused_scores
 
     pool.set_cosines(qvec)
-    scores = fused_scores(pool.items.values(), lexical_weight)
+    scores = fused_scores(pool.items.values(), lexical_weight, lexical_power)
     seeds = [pool.items[i].row for i in sorted(scores, key=lambda i: -scores[i])[:top]]
     adj: dict[str, list[str]] = {}
     if seeds and weight > 0:

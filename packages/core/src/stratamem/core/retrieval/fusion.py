@@ -15,21 +15,23 @@ from stratamem.core.retrieval.candidates import Candidate
 
 #: share of the lexical side in the fused score (the rest is the scaled cosine)
 LEXICAL_WEIGHT = 0.5
+#: the lexical score (BM25 over the pool's best) is raised to this power before it is weighed
+LEXICAL_POWER = 1.0
 #: channels whose (already top-normalised) score counts as the lexical evidence, with their weight
 LEXICAL_CHANNELS: Mapping[str, float] = {"fts": 1.0, "pattern": 0.6}
 #: a verbatim identifier or error signature is lexical evidence at full strength
 EXACT_CHANNELS = frozenset({"exact_identifier", "structural"})
 
 
-def lexical_score(cand: Candidate) -> float:
-    """The strongest lexical evidence of a candidate in [0, 1]."""
+def lexical_score(cand: Candidate, power: float = LEXICAL_POWER) -> float:
+    """The strongest lexical evidence of a candidate in [0, 1] (each channel's score to ``power``)."""
     if EXACT_CHANNELS.intersection(cand.channels):
         return 1.0
     best = 0.0
     for name, weight in LEXICAL_CHANNELS.items():
         got = cand.channels.get(name)
         if got is not None:
-            best = max(best, weight * min(1.0, max(0.0, got[1])))
+            best = max(best, weight * min(1.0, max(0.0, got[1])) ** power)
     return best
 
 
@@ -50,7 +52,9 @@ class CosineScale:
 
 
 def fused_scores(
-    cands: Iterable[Candidate], lexical_weight: float = LEXICAL_WEIGHT
+    cands: Iterable[Candidate],
+    lexical_weight: float = LEXICAL_WEIGHT,
+    lexical_power: float = LEXICAL_POWER,
 ) -> dict[str, float]:
     """ref id -> lexical_weight·lexical + (1 − lexical_weight)·scaled cosine, in [0, 1].
 
@@ -60,4 +64,6 @@ def fused_scores(
     scale = CosineScale(c.cosine for c in items)
     has_vec = any(c.cosine is not None for c in items)
     w = lexical_weight if has_vec else 1.0
-    return {c.ref_id: w * lexical_score(c) + (1 - w) * scale(c.cosine) for c in items}
+    return {
+        c.ref_id: w * lexical_score(c, lexical_power) + (1 - w) * scale(c.cosine) for c in items
+    }

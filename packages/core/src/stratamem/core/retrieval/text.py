@@ -27,6 +27,8 @@ CJK_NOISE = frozenset("我你他她它的了呢吗么还记得是有想请问谁
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'+#.-]*[A-Za-z0-9+#]|[A-Za-z0-9]")
 CJK_RUN = _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _IDENT = re.compile(r"[A-Za-z0-9_:-]{12,}")
+#: words joined by hyphens ("transgender-specific", "state-of-the-art"): prose, not an identifier
+_COMPOUND_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")
 
 
 def ascii_terms(text: str) -> list[str]:
@@ -58,11 +60,16 @@ def content_terms(text: str, limit: int = 16) -> list[str]:
 
 
 def exact_identifiers(text: str, limit: int = 8) -> list[str]:
-    """Long opaque identifiers (ids, hashes, keys): ≥16 chars with a letter and a ``_:-`` or digit."""
+    """Long opaque identifiers (ids, hashes, keys): ≥16 chars with a letter and a ``_:-`` or digit.
+
+    Letters-only words joined by hyphens are prose ("transgender-specific events"): as an
+    identifier they would make every memory without that exact spelling ineligible (rank.py)."""
     out: list[str] = []
     for tok in _IDENT.findall(unicodedata.normalize("NFKC", text or "")):
         t = tok.strip(":-_").lower()[:128]
         if len(t) < 16 or not re.search(r"[a-z]", t) or not re.search(r"[_:\-0-9]", t):
+            continue
+        if _COMPOUND_WORD.fullmatch(t):
             continue
         if t not in out:
             out.append(t)
