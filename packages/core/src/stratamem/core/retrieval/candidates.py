@@ -86,11 +86,14 @@ class Pool:
         cand = self.items.get(rid)
         if cand is None:
             clean: dict[str, Any]
-            if row.get(UNIT_VECTORS):  # the hot index's rows: vectors already unit, no extras
-                vecs = [v for v in (row.get(c) for c in self.vector_columns) if v is not None]
-                clean = dict(row)
-                for k in (*self.vector_columns, UNIT_VECTORS):
-                    clean.pop(k, None)
+            if row.get(UNIT_VECTORS) and isinstance(row, dict):
+                # the hot index's rows: vectors already unit, no extras, and the dict made for
+                # this retrieval alone (``HotTable.full_row``): stripped in place, not copied
+                clean = row
+                vecs = [
+                    v for v in (clean.pop(c, None) for c in self.vector_columns) if v is not None
+                ]
+                del clean[UNIT_VECTORS]
             else:
                 vecs = [v for v in (unit(row.get(c)) for c in self.vector_columns) if v is not None]
                 clean = {
@@ -126,13 +129,15 @@ class Pool:
         self._cosines_for = key
         owners: list[Candidate] = []
         vecs: list[np.ndarray] = []
+        shape = qvec.shape
         for cand in self.items.values():
-            for v in cand.vectors:
-                if v.shape == qvec.shape:
-                    owners.append(cand)
-                    vecs.append(v)
-            if cand.vectors:
+            got = cand.vectors
+            if got:
                 cand.cosine = None
+                for v in got:
+                    if v.shape == shape:
+                        owners.append(cand)
+                        vecs.append(v)
         if not vecs:
             return
         sims = (rows_matrix(vecs) @ qvec).tolist()

@@ -56,6 +56,15 @@ def table_pool(
     pool.add_channel("exact_identifier", e)
 
 
+def _floored(
+    hits: Sequence[tuple[int, float]], absolute: float, ratio: float, limit: int
+) -> list[tuple[int, float]]:
+    """``floor_relative(merge_scored(rows of hits, []), …)[:limit]`` on slots: the same order
+    (a stable sort by score of distinct slots) and the same cut, before any row is made."""
+    ranked = sorted(hits, key=lambda h: -h[1])
+    return ch.floor_relative(ranked, absolute, ratio)[:limit]  # type: ignore[arg-type,return-value]
+
+
 @dataclass
 class TraceChannels:
     vec_summary: ch.Scored
@@ -99,11 +108,13 @@ def trace_channels(
         if qvec is None:
             return []
         m = vmask(with_tags)
-        got = (
-            hc.vector(t, column, qvec, m, vec_pool, memo) if t is not None and m is not None else []
-        )
+        hits = t.vector(column, qvec, m, vec_pool) if t is not None and m is not None else []
         rows = [r for r in pending if flt.accepts(r, vector=True, with_tags=with_tags)]
-        merged = ch.merge_scored(got, ch.pending_vector(rows, column, qvec))
+        from_pending = ch.pending_vector(rows, column, qvec)
+        if not from_pending and t is not None:  # the floor on slots: only the kept rows are made
+            return hc.rows_of(t, _floored(hits, min_sim, ratio, vec_pool), memo)
+        got = hc.rows_of(t, hits, memo) if t is not None else []
+        merged = ch.merge_scored(got, from_pending)
         return ch.floor_relative(merged, min_sim, ratio)[:vec_pool]
 
     tagged = bool(flt.tags)
@@ -113,14 +124,21 @@ def trace_channels(
     if tagged and tag_mode == "auto" and not s_hits and not a_hits:
         s_hits = vec("vec_summary", False, rs)
 
-    got = (
-        hc.bm25(t, cq.terms[:FTS_TERMS], base, kw_pool, memo)
+    lex = (
+        hc.bm25_hits(t, cq.terms[:FTS_TERMS], base, kw_pool)
         if t is not None and base is not None
         else []
     )
-    f_hits = ch.floor_relative(
-        ch.merge_scored(got, ch.pending_bm25(lex_pending, cq.terms), normalise=True), 0.0, 0.2
-    )[:kw_pool]
+    lex_pend = ch.pending_bm25(lex_pending, cq.terms)
+    if not lex_pend and t is not None:  # normalised and floored on slots, as merge_scored would
+        top = max((sc for _s, sc in lex), default=0.0)
+        normed = [(slot, sc / top if top > 0 else 0.0) for slot, sc in lex]
+        f_hits = hc.rows_of(t, _floored(normed, 0.0, 0.2, kw_pool), memo)
+    else:
+        got = hc.rows_of(t, lex, memo) if t is not None else []
+        f_hits = ch.floor_relative(ch.merge_scored(got, lex_pend, normalise=True), 0.0, 0.2)[
+            :kw_pool
+        ]
 
     p_hits: ch.Scored = []
     on_table = t is not None and base is not None and _has_cjk(cq.terms)
