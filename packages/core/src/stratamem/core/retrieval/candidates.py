@@ -13,7 +13,7 @@ UNIT_VECTORS = "_unit_vectors"
 TIER_OF = {"skill": 1, "trace": 2, "episode": 2, "experience": 2, "world_model": 3}
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     ref_kind: str
     ref_id: str

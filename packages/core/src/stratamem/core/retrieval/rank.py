@@ -45,7 +45,7 @@ class RankParams:
     identifiers: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class Ranked:
     cand: Candidate
     relevance: float
@@ -82,17 +82,21 @@ def rrf_score(cand: Candidate, k: int) -> float:
 def score_candidates(cands: Sequence[Candidate], k: int) -> list[Ranked]:
     """Relevance = 0.6·(rrf / best rrf) + 0.4·clamp(cosine, 0, 1) + tier boost, or the tier's own
     score-fused ``prior`` + tier boost when it set one."""
-    rrfs = [rrf_score(c, k) for c in cands]
+    weight = CHANNEL_WEIGHTS.get
+    rrfs = [
+        sum([weight(name, 0.5) / (k + rank + 1) for name, (rank, _s) in c.channels.items()])
+        for c in cands
+    ]
     top = max(rrfs, default=0.0)
     out = []
     for cand, rrf in zip(cands, rrfs, strict=True):
-        fused = rrf / top if top > 0 else 0.0
         semantic = min(1.0, max(0.0, cand.cosine or 0.0))
-        if cand.prior is not None:  # the tier fused its channels by score (retrieval/fusion.py)
-            fused = cand.prior
-            rel = cand.prior + cand.boost
-        else:
-            rel = FUSED_WEIGHT * fused + SEMANTIC_WEIGHT * semantic + cand.boost
+        prior = cand.prior
+        if prior is not None:  # the tier fused its channels by score (retrieval/fusion.py)
+            out.append(Ranked(cand, prior + cand.boost, rrf, prior, semantic))
+            continue
+        fused = rrf / top if top > 0 else 0.0
+        rel = FUSED_WEIGHT * fused + SEMANTIC_WEIGHT * semantic + cand.boost
         out.append(Ranked(cand, rel, rrf, fused, semantic))
     return out
 
