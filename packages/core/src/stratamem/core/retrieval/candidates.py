@@ -114,9 +114,11 @@ class Pool:
 
     def add_channel(self, name: str, scored: Iterable[tuple[Mapping[str, Any], float]]) -> None:
         """Record a channel's ranked output (best first); a memory keeps its best rank per channel."""
+        items = self.items
         for rank, (row, score) in enumerate(scored):
-            cand = self.candidate(row)
-            if name not in cand.channels or cand.channels[name][0] > rank:
+            cand = items.get(str(row["id"])) or self.candidate(row)
+            got = cand.channels.get(name)
+            if got is None or got[0] > rank:
                 cand.channels[name] = (rank, float(score))
 
     def set_cosines(self, qvec: np.ndarray | None) -> None:
