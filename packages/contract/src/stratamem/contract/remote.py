@@ -453,6 +453,9 @@ class RemoteCore:
         attempt = 0
         while not self._closed:
             generation = self._generation
+            unreachable = (
+                False  # set when the service did not answer (not when it ended the stream)
+            )
             req = m.SubscribeEventsRequest(types=list(types))
             if last is not None:
                 req.since_seq = last
@@ -496,6 +499,7 @@ class RemoteCore:
                     exc.trailing_metadata() or ()
                 ):
                     raise err from None
+                unreachable = True
             finally:
                 call.cancel()
             if self._closed:
@@ -510,7 +514,9 @@ class RemoteCore:
                 )
             await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
             attempt += 1
-            if self._reconnect is not None:
+            # a stopping service ends the stream first: its channel stays until it stops answering
+            # (replacing it would cut the calls it is still draining)
+            if unreachable and self._reconnect is not None:
                 try:
                     await self._recover(generation)
                 except StratamemError as err:
