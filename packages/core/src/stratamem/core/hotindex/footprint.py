@@ -35,11 +35,19 @@ def _arrays(values: Iterable[Any]) -> int:
     return sum(getattr(v, "nbytes", 0) or sys.getsizeof(v) for v in values)
 
 
-def table_bytes(t: HotTable) -> dict[str, int]:
+def table_bytes(t: HotTable, sample: int = 0) -> dict[str, int]:
+    """The table's parts in bytes; with ``sample``, the rows' values are estimated from that many
+    rows spread over the table (the memory budget's periodic check) instead of walking them all."""
     vectors = sum(m.nbytes for m in t.vecs.values()) + sum(h.nbytes for h in t.has.values())
     held: Any = t.rows
     rows = sys.getsizeof(held._cols) + sys.getsizeof(held._vals)
-    rows += sum(_size(v) for v in held.values())
+    if sample and t.live > sample:
+        step = max(1, t.n // sample)
+        picked = [v for v in held._vals[::step] if v is not None]
+        if picked:
+            rows += int(sum(_size(v) for v in picked) / len(picked) * t.live)
+    else:
+        rows += sum(_size(v) for v in held.values())
     ids = sys.getsizeof(t.ids) + sys.getsizeof(t.slot_of)
     ids += sum(sys.getsizeof(i) for i in t.slot_of)
     columns = _arrays((t.alive, t.owner, t.priority, t.ts, t.session))
@@ -66,6 +74,11 @@ def table_bytes(t: HotTable) -> dict[str, int]:
         "postings": postings + substrings,
         "ann": ann,
     }
+
+
+def estimate_bytes(t: HotTable) -> int:
+    """The table's bytes with the rows estimated from a sample (cheap enough to run often)."""
+    return sum(table_bytes(t, sample=256).values())
 
 
 def footprint(hot: HotIndex | None) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 LanceDB stays the store of record. ``LanceStore`` calls ``upsert``/``update``/``delete`` here after
 each successful write, so a query served from memory sees exactly what a LanceDB query would, without
 a round trip; ``load`` rebuilds everything from LanceDB at open (restart, or after something wrote
-the tables behind the store's back). Acknowledged, not yet applied journal rows stay the journal's
+the tables behind the store's back). Under a memory budget it holds the shared rows and the private
+rows of the owners used most recently (``residency.py``); ``serves`` says whether a query's
+namespace is held. Acknowledged, not yet applied journal rows stay the journal's
 (searched beside this index), which keeps read-your-writes without a second copy.
 """
 
@@ -13,10 +15,19 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex.blas import limit_blas_threads
+from stratamem.core.hotindex.residency import (
+    CHECK_EVERY_ROWS,
+    DEFAULT_ROW_BYTES,
+    Owner,
+    Residency,
+    owner_of,
+)
 from stratamem.core.hotindex.scoped import ScopedHotTable
-from stratamem.core.hotindex.table import HotTable
+from stratamem.core.hotindex.table import OWNER_COLUMNS, HotTable
 from stratamem.core.storage.ownership import Scope
 from stratamem.core.telemetry import get_logger
 
@@ -29,6 +40,8 @@ class HotIndex:
         self.dim = dim
         self.tables = {name: HotTable(name, cols, dim, cfg) for name, cols in tables.items()}
         self._builds: set[asyncio.Task[None]] = set()
+        self.residency = Residency(Section("storage", cfg).get_int("hot_index_max_mb"))
+        self._since_check = 0
         limit_blas_threads(Section("storage", cfg).get_int("hot_blas_threads"))
 
     def scoped(self, name: str, scope: Scope) -> ScopedHotTable | None:
@@ -45,41 +58,109 @@ class HotIndex:
         t = self.tables.get(name)
         return t if t is not None and t.live > 0 else None
 
+    def serves(self, scope: Scope) -> bool:
+        """Whether memory holds every row ``scope`` may read (else: the LanceDB path)."""
+        return self.residency.serves(scope)
+
     # -- write-through -----------------------------------------------------------------------
     def upsert(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Take the rows memory holds; a row now owned by an owner not held leaves memory."""
         t = self.tables[name]
+        if self.residency.held is not None:
+            gone = [str(r["id"]) for r in rows if not self.residency.holds(r)]
+            if gone:
+                t.delete(gone)
+                rows = [r for r in rows if self.residency.holds(r)]
         t.upsert(rows)
+        self._since_check += len(rows)
         self._maybe_build(t)
 
-    def update(self, name: str, row_id: str, values: Mapping[str, Any]) -> None:
-        self.tables[name].update(row_id, values)
+    def update(self, name: str, row_id: str, values: Mapping[str, Any]) -> bool:
+        """Apply ``values`` to a held row; False when memory does not hold the row but might need
+        to (a row of an owner not held may just have been shared): the caller upserts it whole."""
+        t = self.tables[name]
+        slot = t.slot_of.get(row_id)
+        if slot is None:
+            return self.residency.held is None
+        if self.residency.holds({**t.full_row(slot), **values}):
+            t.update(row_id, values)
+        else:
+            t.delete([row_id])
+        return True
 
     def delete(self, name: str, ids: Sequence[str]) -> None:
         self.tables[name].delete(ids)
 
     # -- (re)build from the store of record --------------------------------------------------
     async def load(
-        self, lance_tables: Mapping[str, Any], *, wait_ann: bool = True
+        self,
+        lance_tables: Mapping[str, Any],
+        *,
+        wait_ann: bool = True,
+        held: frozenset[Owner] | str | None = "keep",
     ) -> dict[str, int]:
-        """Replace every table's contents with LanceDB's, batch by batch, column-wise (vectors as
-        one matrix per batch, postings as arrays): the state the write-through path would build."""
-        counts: dict[str, int] = {}
+        """Replace every table's contents with LanceDB's rows memory holds for ``held`` (the
+        owners; None: every row; default: the owners held now), batch by batch, column-wise
+        (vectors as one matrix per batch, postings as arrays): the state the write-through path
+        would build. The tables are swapped together at the end, so a query meanwhile reads the
+        previous state, whole."""
+        if isinstance(held, str):
+            held = self.residency.held
+        where = Residency.where(held)
+        fresh_tables: dict[str, HotTable] = {}
         for name, tbl in lance_tables.items():
             if name not in self.tables:
                 continue
-            old = self.tables[name]
-            fresh = HotTable(name, old.vec_cols, self.dim, self.cfg)
-            fresh.reserve(int(await tbl.count_rows()))
-            reader = await tbl.query().to_batches(max_batch_length=8192)
+            fresh = HotTable(name, self.tables[name].vec_cols, self.dim, self.cfg)
+            fresh.reserve(int(await tbl.count_rows(where)))
+            query = tbl.query() if where is None else tbl.query().where(where)
+            reader = await query.to_batches(max_batch_length=8192)
             async for batch in reader:
                 fresh.load_batch(batch)
                 await asyncio.sleep(0)  # a large home loads without starving the event loop
-            self.tables[name] = fresh
-            counts[name] = fresh.live
-            self._maybe_build(fresh)
+            fresh_tables[name] = fresh
+        self.tables.update(fresh_tables)
+        self.residency.held = held
+        self._since_check = 0
+        for t in fresh_tables.values():
+            self._maybe_build(t)
         if wait_ann:
             await self.settle()
-        return counts
+        return {name: t.live for name, t in fresh_tables.items()}
+
+    # -- the memory budget -------------------------------------------------------------------
+    def over_budget(self, *, force: bool = False) -> bool:
+        """Whether the estimate exceeds the budget (checked every ~1/64 of the rows written)."""
+        rows = sum(t.live for t in self.tables.values())
+        every = max(CHECK_EVERY_ROWS, rows // 64)  # an estimate costs O(rows): amortised
+        if not self.residency.bounded or (not force and self._since_check < every):
+            return False
+        self._since_check = 0
+        return sum(self.owner_bytes().values()) > self.residency.max_bytes
+
+    def owner_bytes(self) -> dict[Owner | None, float]:
+        """Estimated bytes held per owner (None: the shared rows), each table's estimate split
+        by its rows."""
+        from stratamem.core.hotindex.footprint import estimate_bytes
+
+        out: dict[Owner | None, float] = {}
+        for t in self.tables.values():
+            if t.live == 0:
+                continue
+            per_row = estimate_bytes(t) / t.live
+            codes = t.owner[: t.n][t.alive[: t.n]]
+            for code, count in enumerate(np.bincount(codes, minlength=len(t._owner_keys))):
+                if count:
+                    key = owner_of(dict(zip(OWNER_COLUMNS, t._owner_keys[code], strict=True)))
+                    out[key] = out.get(key, 0.0) + float(count) * per_row
+        return out
+
+    def row_bytes(self) -> float:
+        """Estimated bytes per held row (``DEFAULT_ROW_BYTES`` while memory holds none)."""
+        rows = sum(t.live for t in self.tables.values())
+        if rows == 0:
+            return float(DEFAULT_ROW_BYTES)
+        return sum(self.owner_bytes().values()) / rows
 
     async def settle(self) -> None:
         """Wait for background ANN builds (tests and benchmarks measure a settled index)."""

@@ -480,9 +480,16 @@ async def retrieve(
             tiers=scheduled_tiers(query),
             llm=getattr(core, "llm", None),
             store=store,
-            hot=getattr(store, "hot", None),
+            hot=_hot_for(store, visible),
         )
     return await _Run(ctx).run()
+
+
+def _hot_for(store: Any, scope: Scope) -> Any | None:
+    """The hot index when it holds every row ``scope`` may read (its memory budget may leave a
+    namespace to the LanceDB path, which returns the same results)."""
+    pick = getattr(store, "hot_for", None)
+    return pick(scope) if pick is not None else getattr(store, "hot", None)
 
 
 def _may_have_rows(store: Any, name: str) -> bool:

@@ -14,6 +14,7 @@ import os
 os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb loads: quiet Rust WARN lines
 
 import asyncio
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -29,7 +30,7 @@ from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex import HotIndex
 from stratamem.core.storage import allocator
-from stratamem.core.storage.ownership import Scope, quote
+from stratamem.core.storage.ownership import Scope, owners_where, quote, shared_where
 from stratamem.core.storage.ownership import ids_where as ids_where  # re-export (local.py)
 from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES
 from stratamem.core.storage.scoped import ScopedTable
@@ -64,6 +65,9 @@ class LanceStore:
         #: orders each write's LanceDB commit with its hot-index update (a sliced upsert yields
         #: the loop, so an update of one of its rows must wait for the slices to land)
         self._write_lock = asyncio.Lock()
+        #: the running reload of the mirror under its memory budget (``hot_for``)
+        self._rebalancing: asyncio.Task[None] | None = None
+        self._rebalance_idle_until = 0.0
         #: the in-memory mirror recall reads (None when ``storage.hot_index`` is off)
         self.hot: HotIndex | None = (
             HotIndex({n: v for n, (_f, v) in TABLES.items()}, dim, storage_cfg)
@@ -101,10 +105,71 @@ class LanceStore:
 
     async def reload_hot(self, *, wait_ann: bool = True) -> None:
         """Rebuild the in-memory mirror from LanceDB (open, or after writes behind the store's back).
-        At open the ANN graph builds in the background (exact scans serve until it is ready)."""
-        if self.hot is not None:
-            counts = await self.hot.load(self._tables, wait_ann=wait_ann)
-            _log.info("storage.hot_loaded", **counts)
+        At open the ANN graph builds in the background (exact scans serve until it is ready).
+        A home larger than the memory budget opens holding its shared rows only: each namespace
+        is loaded when first used (``hot_for``)."""
+        hot = self.hot
+        if hot is None:
+            return
+        held = hot.residency.held
+        if held is None and hot.residency.bounded:
+            rows = sum([await t.count_rows() for t in self._tables.values()])
+            if rows * hot.row_bytes() > hot.residency.max_bytes:
+                held = frozenset()
+        counts = await hot.load(self._tables, wait_ann=wait_ann, held=held)
+        _log.info("storage.hot_loaded", held=_held_log(held), **counts)
+        if hot.over_budget(force=True):
+            await self._rebalance()
+
+    def hot_for(self, scope: Scope) -> HotIndex | None:
+        """The hot index when it holds every row ``scope`` may read, else None (the caller takes
+        the LanceDB path, which returns the same results) and the namespace is loaded behind."""
+        hot = self.hot
+        if hot is None or hot.serves(scope):
+            return hot
+        self._rebalance_soon()
+        return None
+
+    def _rebalance_soon(self) -> None:
+        if self._rebalancing is not None and not self._rebalancing.done():
+            return
+        if time.monotonic() < self._rebalance_idle_until:  # the last one changed nothing
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._rebalancing = loop.create_task(self._rebalance())
+
+    async def _rebalance(self) -> None:
+        """Reload the mirror with the owners that fit the budget, most recently used first (under
+        the write lock: no write lands between LanceDB's snapshot and the swap)."""
+        hot = self.hot
+        if hot is None or not self._tables:
+            return
+        try:
+            async with self._write_lock:
+                sizes = hot.owner_bytes()
+                per_row = hot.row_bytes()
+                for owner in hot.residency.wanted():
+                    if owner in sizes or not hot.residency.bounded:
+                        continue
+                    where = f"({owners_where([owner])}) AND NOT {shared_where()}"
+                    rows = sum([await t.count_rows(where) for t in self._tables.values()])
+                    sizes[owner] = rows * per_row
+                held = hot.residency.choose(sizes) if hot.residency.bounded else None
+                if held == hot.residency.held:  # e.g. a namespace too large for the budget
+                    self._rebalance_idle_until = time.monotonic() + 1.0
+                    return
+                counts = await hot.load(self._tables, wait_ann=False, held=held)
+            _log.info("storage.hot_rebalanced", held=_held_log(held), **counts)
+        except Exception as exc:  # the LanceDB path keeps serving; the next miss retries
+            _log.warning("storage.hot_rebalance_failed", error=str(exc))
+
+    async def settle_hot(self) -> None:
+        """Wait for a pending reload of the mirror (tests and benchmarks)."""
+        while self._rebalancing is not None and not self._rebalancing.done():
+            await asyncio.shield(self._rebalancing)
 
     def _check_dimension(self, name: str, schema: pa.Schema) -> None:
         meta = schema.metadata or {}
@@ -162,6 +227,8 @@ class LanceStore:
         return (name, column) in self._ann_ready
 
     def close(self) -> None:
+        if self._rebalancing is not None:
+            self._rebalancing.cancel()
         if self.hot is not None:
             self.hot.cancel_builds()
         for tbl in self._tables.values():
@@ -190,6 +257,8 @@ class LanceStore:
             self._nonempty.add(name)
             if self.hot is not None:
                 await self._hot_upsert(name, rows)
+        if self.hot is not None and self.hot.over_budget():
+            self._rebalance_soon()
         return len(rows)
 
     async def _hot_upsert(self, name: str, rows: Sequence[dict[str, Any]]) -> None:
@@ -206,8 +275,10 @@ class LanceStore:
     async def update(self, name: str, row_id: str, values: dict[str, Any]) -> None:
         async with self._write_lock:
             await self._tables[name].update(values, where=f"id = {quote(row_id)}")
-            if self.hot is not None:
-                self.hot.update(name, row_id, values)
+            if self.hot is not None and not self.hot.update(name, row_id, values):
+                # a row memory does not hold (its owner is not held) may have been shared
+                got = await self._tables[name].query().where(f"id = {quote(row_id)}").to_arrow()
+                self.hot.upsert(name, got.to_pylist())
 
     async def delete(self, name: str, ids: Sequence[str]) -> None:
         if ids:
@@ -399,6 +470,10 @@ class LanceStore:
             info["unindexed_rows"] = unindexed
             out[name] = info
         return out
+
+
+def _held_log(held: frozenset[tuple[str, str]] | None) -> str:
+    return "all" if held is None else f"{len(held)} namespaces"
 
 
 def _conform(row: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:

@@ -114,6 +114,31 @@ def is_owned(row: Mapping[str, Any], ns: Namespace) -> bool:
     return row_kind(row) == ns_kind(ns) and row_profile(row) == ns_profile(ns)
 
 
+def is_shared(row: Mapping[str, Any]) -> bool:
+    """Whether ``row`` may be visible beyond its owner (legacy owner, or shared): a namespace sees
+    only shared rows and the rows it owns, whatever the rest of the rule says."""
+    scope = str(row.get("share_scope") or "private")
+    return row_kind(row) == UNKNOWN_KIND or scope in KIND_SCOPES or scope == HUB_SCOPE
+
+
+def shared_where() -> str:
+    """Filter for the rows :func:`is_shared` accepts (the owner columns are non-null)."""
+    scopes = ", ".join(quote(s) for s in (*KIND_SCOPES, HUB_SCOPE))
+    return f"(owner_agent_kind IN ({quote(UNKNOWN_KIND)}, '') OR share_scope IN ({scopes}))"
+
+
+def owners_where(owners: Iterable[tuple[str, str]]) -> str:
+    """Filter for the rows owned by any of ``owners`` ((agent kind, profile) pairs; ``false``
+    when none), with the predicates' defaults for empty profiles."""
+    parts = []
+    for kind, profile in sorted(owners):
+        profiles = [quote(profile)] + (["''"] if profile == DEFAULT_PROFILE else [])
+        parts.append(
+            f"(owner_agent_kind = {quote(kind)} AND owner_profile_id IN ({', '.join(profiles)}))"
+        )
+    return "(" + " OR ".join(parts) + ")" if parts else "false"
+
+
 def same_owner(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Both rows belong to one owner (learning never mixes two owners' rows)."""
     return row_kind(a) == row_kind(b) and row_profile(a) == row_profile(b)
