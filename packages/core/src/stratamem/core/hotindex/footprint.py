@@ -3,8 +3,8 @@
 The hot index legitimately grows with the data (vectors, rows, postings), so a memory figure that
 mixes it with everything else cannot tell a leak from data. This estimate walks the index:
 numpy buffers by ``nbytes`` (capacity included), Python containers and their values by
-``sys.getsizeof`` (shared small objects such as interned strings are counted once per use, so the
-row figure is an upper bound). It costs one pass over the rows: for ``doctor`` and the bench.
+``sys.getsizeof`` (the rows' shared values once, ``RowStore.nbytes``). It costs one pass over the
+rows: for ``doctor`` and the bench; the memory budget's check estimates the rows from a sample.
 """
 
 from __future__ import annotations
@@ -13,22 +13,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import numpy as np
-
 from stratamem.core.hotindex.index import HotIndex
 from stratamem.core.hotindex.table import HotTable
-
-
-def _size(value: Any) -> int:
-    """Deep size of one row value (str, number, list of str, dict of plain values)."""
-    n = sys.getsizeof(value)
-    if isinstance(value, list | tuple | set):
-        n += sum(_size(v) for v in value)
-    elif isinstance(value, dict):
-        n += sum(sys.getsizeof(k) + _size(v) for k, v in value.items())
-    elif isinstance(value, np.ndarray):
-        n += value.nbytes
-    return n
 
 
 def _arrays(values: Iterable[Any]) -> int:
@@ -39,15 +25,7 @@ def table_bytes(t: HotTable, sample: int = 0) -> dict[str, int]:
     """The table's parts in bytes; with ``sample``, the rows' values are estimated from that many
     rows spread over the table (the memory budget's periodic check) instead of walking them all."""
     vectors = sum(m.nbytes for m in t.vecs.values()) + sum(h.nbytes for h in t.has.values())
-    held: Any = t.rows
-    rows = sys.getsizeof(held._cols) + sys.getsizeof(held._vals)
-    if sample and t.live > sample:
-        step = max(1, t.n // sample)
-        picked = [v for v in held._vals[::step] if v is not None]
-        if picked:
-            rows += int(sum(_size(v) for v in picked) / len(picked) * t.live)
-    else:
-        rows += sum(_size(v) for v in held.values())
+    rows = t.rows.nbytes(sample)
     ids = sys.getsizeof(t.ids) + sys.getsizeof(t.slot_of)
     ids += sum(sys.getsizeof(i) for i in t.slot_of)
     columns = _arrays((t.alive, t.owner, t.priority, t.ts, t.session))
