@@ -20,7 +20,12 @@ DEFAULTS: dict[str, Any] = {
         "timeout_ms": 30000,
         "max_retries": 3,
         "batch_size": 32,
-        "cache": {"enabled": True, "max_items": 20000},
+        #: an LRU of recent texts' vectors: a query asked again, a turn re-sent, a learner
+        #: re-reading texts it just captured. Stored rows keep their own vectors, so a larger
+        #: cache only holds copies: 2,048 (~3.5 MB) covers a conversation's turns and questions
+        #: (LoCoMo: <= 700 turns + 260 questions) and is full ~2k turns into the soak (20k was
+        #: +18 MB per 10k turns, still filling at 10k)
+        "cache": {"enabled": True, "max_items": 2048},
     },
     "llm": {
         "provider": "",

@@ -22,7 +22,7 @@ def cache_key(provider: str, model: str, role: str, text: str) -> str:
 class CachedEmbedder:
     """Same protocol as the wrapped embedder; ``hits``/``misses`` count texts, not calls."""
 
-    def __init__(self, inner: Embedder, max_items: int = 20000) -> None:
+    def __init__(self, inner: Embedder, max_items: int = 2048) -> None:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model

@@ -43,6 +43,6 @@ def load_embedder(config: Mapping[str, Any] | None = None) -> Embedder:
         ) from exc
     cache = cfg.get("cache") or {}
     if not isinstance(cache, Mapping) or cache.get("enabled", True):
-        max_items = int(cache.get("max_items", 20000)) if isinstance(cache, Mapping) else 20000
+        max_items = int(cache.get("max_items", 2048)) if isinstance(cache, Mapping) else 2048
         return CachedEmbedder(embedder, max_items=max_items)
     return embedder
