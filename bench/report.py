@@ -732,6 +732,7 @@ def render(res: dict[str, Any]) -> str:
                     "state",
                     "RSS MB",
                     "hot MB",
+                    "hot rows",
                     "Lance cache MB",
                     "embed cache MB",
                     "SQLite MB",
@@ -751,6 +752,7 @@ def render(res: dict[str, Any]) -> str:
                         str(sum((c.get("state") or {}).values()) or ""),
                         str(c["rss_mb"]),
                         str(c.get("hot_mb", "")),
+                        str(c.get("hot_rows", "")),
                         str(c.get("lance_cache_mb", "")),
                         str(c.get("embed_cache_mb", "")),
                         str(c.get("sqlite_mb", "")),
@@ -833,6 +835,16 @@ def _soak_summary(so: dict[str, Any]) -> list[str]:
             f"{mem.get('embed_cache_per_10k_mb', 0):+} MB (bounded: `embedding.cache.max_items`) + "
             f"**remainder {mem['remainder_per_10k_mb']:+} MB**; target: the remainder ≤ 10 MB per "
             f"10k turns. End to end: RSS {mem['rss_mb']:+} MB, remainder {mem['remainder_mb']:+} MB.",
+        ]
+    last = [c for c in so.get("curve", []) if "note" not in c]
+    if last and last[-1].get("hot_kb_per_row"):
+        c = last[-1]
+        out += [
+            f"- **Hot index**: {c['hot_mb']} MB for {c['hot_rows']:,} rows held = "
+            f"{c['hot_kb_per_row']} KB per row (vectors {c['hot_vectors_mb']} MB); budget "
+            f"`storage.hot_index_max_mb` = {so.get('hot_index_max_mb')} MB, namespaces held: "
+            f"{c.get('hot_held')}; embedding cache bound {so.get('embed_cache_items')} items; "
+            f"overrides {so.get('overrides') or 'none'}.",
         ]
     if disk:
         out += [

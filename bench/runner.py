@@ -60,7 +60,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="config override for the quality and LoCoMo homes, e.g. storage__hot_index=false "
+        help="config override for the quality, LoCoMo and soak homes, e.g. storage__hot_index=false "
         "(A/B a setting in one checkout); VALUE is JSON when it parses, else a string",
     )
     args = p.parse_args(argv)
@@ -134,11 +134,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         from bench.soak import run_soak
 
         _log(f"soak: {size.soak_turns:,} turns")
-        overrides = (
-            {}
-            if args.soak_cleanup_s is None
-            else {"storage__cleanup_older_than_s": args.soak_cleanup_s}
-        )
+        overrides = config_overrides(args)
+        if args.soak_cleanup_s is not None:
+            overrides["storage__cleanup_older_than_s"] = args.soak_cleanup_s
         res["soak"] = await run_soak(
             load_embedder({}), size.soak_turns, size.soak_every, args.seed, overrides
         )

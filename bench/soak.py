@@ -5,7 +5,9 @@ rows and backlog, the engine's per-session state and RSS sampled over time.
 Memory is reported in parts so data is not mistaken for a leak, nor a leak hidden as data: RSS, the
 hot index's own bytes (vectors, rows, postings: they grow with the traces, by design), LanceDB's
 caches (bounded by ``storage.lance_*_cache_mb``) and the remainder (everything else: must stay flat
-after warm-up). Disk is reported during the run (live data + versions inside the cleanup window)
+after warm-up). The hot index is bounded by ``storage.hot_index_max_mb``: with a budget the soak
+reaches (``--set storage__hot_index_max_mb=N``) it holds the shared rows only once the budget is
+exceeded and the soak's namespace is served from LanceDB, so RSS goes flat. Disk is reported during the run (live data + versions inside the cleanup window)
 and after a final full clean-up (the data itself), per trace.
 """
 
@@ -35,6 +37,8 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
     tbl = core.store.maintenance_table("traces", "bench.soak")
     stats = (await core.store.stats()).get("traces", {})
     hot = footprint_mb(core.store.hot)
+    held = core.store.hot.residency.held if core.store.hot is not None else None
+    hot_rows = sum(t.live for t in core.store.hot.tables.values()) if core.store.hot else 0
     return {
         "turns": turns,
         "elapsed_s": round(time.perf_counter() - t0, 1),
@@ -48,6 +52,9 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
         "rss_mb": rss_mb(),
         "hot_mb": hot["total"],
         "hot_vectors_mb": hot["vectors"],
+        "hot_rows": hot_rows,
+        "hot_kb_per_row": round(hot["total"] * 1000 / hot_rows, 2) if hot_rows else None,
+        "hot_held": "all" if held is None else len(held),
         "lance_cache_mb": round(core.store.cache_bytes() / 1e6, 2),
         "embed_cache_mb": _embed_cache_mb(core),
         "sqlite_mb": round(
@@ -157,6 +164,9 @@ async def run_soak(
     warmup = max(every, turns // 5)
     return {
         "turns": turns,
+        "overrides": overrides,
+        "hot_index_max_mb": cfg["hot_index_max_mb"],
+        "embed_cache_items": getattr(embedder, "max_items", None),
         "maintenance": {
             k: cfg[k]
             for k in (
