@@ -75,6 +75,27 @@ def _decode(vals: tuple[Any, ...], enc: tuple[int, ...]) -> list[Any]:
     return out
 
 
+def _value(vals: tuple[Any, ...], i: int) -> Any:
+    """Encoded value ``i`` of a held row, decoded (a column read without building the row)."""
+    v = vals[i]
+    return list(v) if type(v) is tuple else _text(vals, i)
+
+
+def _text(vals: tuple[Any, ...], k: int) -> str:
+    v = vals[k]
+    t = type(v)
+    if t is str:
+        return str(v)
+    if t is _Same:
+        return _text(vals, v.col)
+    return "\n".join(
+        [
+            p if type(p) is str else (_text(vals, p) if p >= 0 else " ".join(vals[-p - 1]))
+            for p in v.parts
+        ]
+    )
+
+
 def _compose(text: str, out: Sequence[Any], upto: int) -> _Joined | None:
     """``text`` as newline-joined pieces of the row's earlier texts (None: no piece is one)."""
     cands: list[tuple[int, str]] = []
@@ -229,7 +250,7 @@ class RowStore:
             if i < 0:
                 out.append(None)
             elif i in enc:
-                out.append(_decode(vals, enc)[i])
+                out.append(_value(vals, i))
             else:
                 out.append(vals[i])
         return out
