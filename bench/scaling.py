@@ -21,6 +21,9 @@ PRODUCTION_OVERRIDES: dict[str, Any] = {
     "storage__ann_threshold_rows": 10**10,
     "storage__optimize_interval_s": 10**8,
     "storage__optimize_after_rows": 10**9,
+    # the figures are the in-memory path's at every size: no memory budget sends a namespace to
+    # LanceDB (at 1M the index is larger than the default storage.hot_index_max_mb)
+    "storage__hot_index_max_mb": 0,
 }
 
 
