@@ -41,6 +41,9 @@ _log = get_logger("storage")
 
 #: rows the hot index takes between two yields of the event loop (``LanceStore._hot_upsert``)
 HOT_UPSERT_SLICE = 8
+#: after a reload of the mirror found nothing to change (a namespace larger than the budget), the
+#: next attempt waits this long: its queries meanwhile take the LanceDB path without a recount
+REBALANCE_IDLE_S = 30.0
 
 
 class LanceStore:
@@ -159,7 +162,7 @@ class LanceStore:
                     sizes[owner] = rows * per_row
                 held = hot.residency.choose(sizes) if hot.residency.bounded else None
                 if held == hot.residency.held:  # e.g. a namespace too large for the budget
-                    self._rebalance_idle_until = time.monotonic() + 1.0
+                    self._rebalance_idle_until = time.monotonic() + REBALANCE_IDLE_S
                     return
                 counts = await hot.load(self._tables, wait_ann=False, held=held)
             _log.info("storage.hot_rebalanced", held=_held_log(held), **counts)
