@@ -145,7 +145,7 @@ class RowStore:
     def _shape(self, cols: tuple[str, ...]) -> tuple[str, ...]:
         return self._shapes.setdefault(cols, cols)
 
-    def _tables(self, cols: tuple[str, ...]) -> list[dict[Any, Any]]:
+    def _shared_of(self, cols: tuple[str, ...]) -> list[dict[Any, Any]]:
         """The shared-value tables of a shape's columns, by position."""
         got = self._plans.get(cols)
         if got is None:
@@ -158,7 +158,7 @@ class RowStore:
         vals = list(row)
         enc: list[int] = []
         long: dict[str, int] = {}
-        tables = self._tables(cols)
+        tables = self._shared_of(cols)
         for i, v in enumerate(row):
             t = type(v)
             if t is str:
