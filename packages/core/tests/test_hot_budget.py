@@ -21,9 +21,7 @@ FILLER = " ".join(f"word{i}" for i in range(420))
 
 @pytest.fixture
 async def core(tmp_path: Path) -> AsyncIterator[LocalCore]:
-    async with open_core(
-        tmp_path, embedding__provider="none", storage__hot_index_max_mb=1
-    ) as c:
+    async with open_core(tmp_path, embedding__provider="none", storage__hot_index_max_mb=1) as c:
         yield c
 
 
@@ -86,12 +84,13 @@ async def test_the_budget_evicts_the_least_recent_namespace_and_results_stay_the
 async def test_a_row_shared_while_its_owner_is_not_held_enters_memory(core: LocalCore) -> None:
     await _fill(core, ALPHA, "the alpha vault code is walrus nine")
     await _fill(core, BETA, "the beta vault code is heron four")
+    await core.store.settle_hot()
+    alpha_id = (await _search(core, ALPHA, "walrus"))[0][0]
     await _search(core, BETA, "beta vault code")
     await core.store.settle_hot()
     assert _held_owners(core) == {"beta"}
     hot = core.store.hot
     assert hot is not None
-    alpha_id = (await _search(core, ALPHA, "walrus"))[0][0]
     assert alpha_id not in hot.tables["traces"].slot_of
     await core.store.update("traces", alpha_id, {"share_scope": "public"})
     assert alpha_id in hot.tables["traces"].slot_of  # shared rows are always held

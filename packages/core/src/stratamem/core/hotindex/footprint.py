@@ -21,6 +21,14 @@ def _arrays(values: Iterable[Any]) -> int:
     return sum(getattr(v, "nbytes", 0) or sys.getsizeof(v) for v in values)
 
 
+def _masks_bytes(masks: Mapping[Any, Any]) -> int:
+    """Cached masks: arrays, and the scoped views' own dicts of them (``hotindex/scoped.py``)."""
+    return sum(
+        _masks_bytes(m) if isinstance(m, Mapping) else int(getattr(m, "nbytes", 0))
+        for m in masks.values()
+    )
+
+
 def table_bytes(t: HotTable, sample: int = 0) -> dict[str, int]:
     """The table's parts in bytes; with ``sample``, the rows' values are estimated from that many
     rows spread over the table (the memory budget's periodic check) instead of walking them all."""
@@ -44,7 +52,7 @@ def table_bytes(t: HotTable, sample: int = 0) -> dict[str, int]:
     for a in t.ann.values():
         if a is not None:
             ann += int(getattr(a.index, "memory_usage", 0) or 0)
-    masks = sum(m.nbytes for m in t._masks.values())
+    masks = _masks_bytes(t._masks)
     masks += sum(m.nbytes for _v, m in t._visible_cache.values())
     return {
         "vectors": vectors,

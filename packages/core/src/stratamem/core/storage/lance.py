@@ -42,7 +42,8 @@ _log = get_logger("storage")
 #: rows the hot index takes between two yields of the event loop (``LanceStore._hot_upsert``)
 HOT_UPSERT_SLICE = 8
 #: after a reload of the mirror found nothing to change (a namespace larger than the budget), the
-#: next attempt waits this long: its queries meanwhile take the LanceDB path without a recount
+#: next attempt for the same most recent namespace waits this long: its queries meanwhile take the
+#: LanceDB path without a recount
 REBALANCE_IDLE_S = 30.0
 
 
@@ -70,7 +71,10 @@ class LanceStore:
         self._write_lock = asyncio.Lock()
         #: the running reload of the mirror under its memory budget (``hot_for``)
         self._rebalancing: asyncio.Task[None] | None = None
-        self._rebalance_idle_until = 0.0
+        self._rebalance_again = False
+        #: the most recent namespace when a reload last changed nothing, and until when a miss of
+        #: the same namespace first does not retry (``REBALANCE_IDLE_S``)
+        self._rebalance_idle: tuple[list[tuple[str, str]], float] = ([], 0.0)
         #: the in-memory mirror recall reads (None when ``storage.hot_index`` is off)
         self.hot: HotIndex | None = (
             HotIndex({n: v for n, (_f, v) in TABLES.items()}, dim, storage_cfg)
@@ -135,14 +139,23 @@ class LanceStore:
 
     def _rebalance_soon(self) -> None:
         if self._rebalancing is not None and not self._rebalancing.done():
+            self._rebalance_again = True  # the running one may have read the use order before
             return
-        if time.monotonic() < self._rebalance_idle_until:  # the last one changed nothing
-            return
+        hot = self.hot
+        recent = hot.residency.wanted()[:1] if hot is not None else []
+        if recent == self._rebalance_idle[0] and time.monotonic() < self._rebalance_idle[1]:
+            return  # the last attempt with this namespace first changed nothing
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self._rebalancing = loop.create_task(self._rebalance())
+        self._rebalancing = loop.create_task(self._rebalance_loop())
+
+    async def _rebalance_loop(self) -> None:
+        self._rebalance_again = True
+        while self._rebalance_again:
+            self._rebalance_again = False
+            await self._rebalance()
 
     async def _rebalance(self) -> None:
         """Reload the mirror with the owners that fit the budget, most recently used first (under
@@ -162,7 +175,8 @@ class LanceStore:
                     sizes[owner] = rows * per_row
                 held = hot.residency.choose(sizes) if hot.residency.bounded else None
                 if held == hot.residency.held:  # e.g. a namespace too large for the budget
-                    self._rebalance_idle_until = time.monotonic() + REBALANCE_IDLE_S
+                    until = time.monotonic() + REBALANCE_IDLE_S
+                    self._rebalance_idle = (hot.residency.wanted()[:1], until)
                     return
                 counts = await hot.load(self._tables, wait_ann=False, held=held)
             _log.info("storage.hot_rebalanced", held=_held_log(held), **counts)
