@@ -206,7 +206,7 @@ async def run_grpc(
 
     from stratamem.contract import codec
     from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
-    from stratamem.contract.remote import RemoteCore
+    from stratamem.contract.remote import BlockingRemoteCore, RemoteCore
     from stratamem.core.embedding import load_embedder
     from stratamem.core.engine.assemble import open_local_core
 
@@ -232,6 +232,7 @@ async def run_grpc(
         channels: list[grpc.aio.Channel] = []
         spies: list[subprocess.Popen[bytes]] = []
         based_pid = 0
+        blocking: BlockingRemoteCore | None = None
         core = await open_local_core(root / "local", embedder=load_embedder({}))
         if served_telemetry:
             _telemetry_as_served(core)
@@ -296,6 +297,23 @@ async def run_grpc(
                     (name, "turn_start", turn_call(name, rc.turn_start)),
                     (name, "health", rc.health),
                 ]
+            # a threaded host's client (Hermes): the blocking facade, called from this thread
+            blocking = BlockingRemoteCore(f"unix:{info['socket']}")
+
+            async def blocking_turn(turn: TurnInput) -> Any:
+                return blocking.turn_start(turn)
+
+            async def blocking_search() -> Any:
+                return blocking.search(q)
+
+            async def blocking_health() -> Any:
+                return blocking.health()
+
+            calls += [
+                ("unix_socket_blocking", "search", blocking_search),
+                ("unix_socket_blocking", "turn_start", turn_call("blocking", blocking_turn)),
+                ("unix_socket_blocking", "health", blocking_health),
+            ]
             calls += [(name, "unary", fn) for name, fn in floors.items()]
             samples = {name: Samples() for name, _, _ in calls}
             order = random.Random(seed)
@@ -325,6 +343,8 @@ async def run_grpc(
                     spy.wait(30)
             for rc in clients.values():
                 await rc.shutdown()
+            if blocking is not None:
+                blocking.close()
             for ch in channels:
                 await ch.close()
             for proc in procs:
@@ -347,7 +367,7 @@ async def run_grpc(
             }
             for call in (*TARGET_CALLS, "health")
         }
-        for name in clients
+        for name in (*clients, "unix_socket_blocking")
     }
     out["bare_grpc_ms"] = {
         "unix_socket": out.pop("bare_grpc_unix")["unary"],
@@ -370,14 +390,14 @@ async def run_grpc(
             }
             for call in (*TARGET_CALLS, "health")
         }
-        for name in clients
+        for name in (*clients, "unix_socket_blocking")
     }
     out["uptime_end"] = uptime()
     return out
 
 
 def _floor(name: str) -> str:
-    return name.removesuffix("_baseline")
+    return name.removesuffix("_baseline").removesuffix("_blocking")
 
 
 def _table(res: dict[str, Any]) -> list[str]:
@@ -389,7 +409,12 @@ def _table(res: dict[str, Any]) -> list[str]:
         "| health |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name in ("in_process", *TRANSPORTS, *(f"{t}_baseline" for t in TRANSPORTS)):
+    for name in (
+        "in_process",
+        *TRANSPORTS,
+        "unix_socket_blocking",
+        *(f"{t}_baseline" for t in TRANSPORTS),
+    ):
         if name not in res:
             continue
         row = [name.replace("_", " ")] + [cell(res[name][c]) for c in (*TARGET_CALLS, "health")]

@@ -592,6 +592,7 @@ def render(res: dict[str, Any]) -> str:
                 "unix_socket",
                 "tcp_loopback",
                 "unix_socket_no_file_logs",
+                "unix_socket_blocking",
                 "unix_socket_baseline",
                 "tcp_loopback_baseline",
             )
