@@ -215,7 +215,10 @@ class _Redundancy:
         got = self.groups.get(v.shape)
         if got is not None:
             idx, mat = got
-            self.best[idx] = np.maximum(self.best[idx], mat @ v)
+            if len(idx) == len(self.best):  # one shape for all (the usual case): no gather
+                np.maximum(self.best, mat @ v, out=self.best)
+            else:
+                self.best[idx] = np.maximum(self.best[idx], mat @ v)
 
 
 def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
@@ -254,15 +257,19 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
             if best.relevance >= top * p.smart_seed_ratio and room(tier) and len(chosen) < p.limit:
                 take(int(idx[0]))
     present = sorted(set(tiers.tolist()))
-    while left.any() and len(chosen) < p.limit:
-        open_ = left.copy()
+    lam_rel, mu = lam * rel, 1 - lam
+    full: set[int] = set()  # tiers at their cap (a tier never gets room back)
+    closed = np.zeros(len(remaining), dtype=bool)
+    while len(chosen) < p.limit:
         for tier in present:
-            if not room(tier):
-                open_ &= tiers != tier
-        if not open_.any():
+            if tier not in full and not room(tier):
+                full.add(tier)
+                closed |= tiers == tier
+        shut = ~left | closed
+        if shut.all():
             break
-        gain = lam * rel - (1 - lam) * red.best
-        gain[~open_] = -np.inf
+        gain = lam_rel - mu * red.best
+        gain[shut] = -np.inf
         take(int(np.argmax(gain)))
     return sorted(chosen, key=lambda it: (-it.score, -it.rrf))
 
