@@ -61,12 +61,13 @@ def test_rows_read_back_exactly(rows: list[dict[str, object]]) -> None:
     for r in rows:
         store.append(r)
     store.extend_columns(COLS, [tuple(r.values()) for r in rows])
-    for i, r in enumerate([*rows, *rows]):
+    store.extend_from_columns(COLS, [[r[c] for r in rows] for c in COLS])
+    for i, r in enumerate([*rows, *rows, *rows]):
         got = store[i]
         assert got is not None
         assert list(got) == list(r)
         assert all(_same(got[k], r[k]) for k in r), (got, r)
-    assert store.column("search_text") == [r["search_text"] for r in [*rows, *rows]]
+    assert store.column("search_text") == [r["search_text"] for r in [*rows, *rows, *rows]]
 
 
 def test_texts_repeated_in_a_row_or_across_rows_are_held_once() -> None:

@@ -98,30 +98,42 @@ def _text(vals: tuple[Any, ...], k: int) -> str:
 
 def _compose(text: str, out: Sequence[Any], upto: int) -> _Joined | None:
     """``text`` as newline-joined pieces of the row's earlier texts (None: no piece is one)."""
-    cands: list[tuple[int, str]] = []
+    single: dict[str, int] = {}
+    multi: list[tuple[int, str, int]] = []
     for k in range(upto):
         v = out[k]
         if type(v) is str and v:
-            cands.append((k, v))
-        elif type(v) is list and v and all(type(x) is str for x in v):
-            cands.append((-k - 1, " ".join(v)))
+            piece: str = v
+            ref = k
+        elif (type(v) is list or type(v) is tuple) and v and all(type(x) is str for x in v):
+            piece = " ".join(v)
+            ref = -k - 1
+        else:
+            continue
+        if "\n" in piece:
+            multi.append((ref, piece, piece.count("\n") + 1))
+        else:
+            single.setdefault(piece, ref)
+    lines = text.split("\n")
     parts: list[str | int] = []
-    p, n, refs = 0, len(text), 0
-    while True:
-        for k, v in cands:
-            end = p + len(v)
-            if text.startswith(v, p) and (end == n or text[end] == "\n"):
+    i, refs = 0, 0
+    while i < len(lines):
+        for k, piece, n in multi:  # a text of several lines (rare): the longer match first
+            if "\n".join(lines[i : i + n]) == piece:
                 parts.append(k)
+                i += n
                 refs += 1
                 break
         else:
-            end = text.find("\n", p)
-            end = n if end < 0 else end
-            parts.append(text[p:end])
-        if end >= n:
-            break
-        p = end + 1
-    # each piece is the text between two chosen newlines, so joining them gives ``text`` back
+            got = single.get(lines[i])
+            if got is None:
+                parts.append(lines[i])
+            else:
+                parts.append(got)
+                refs += 1
+            i += 1
+    # the pieces are the text's lines (several for a multi-line match) in order: joining gives
+    # ``text`` back
     return _Joined(tuple(parts)) if refs else None
 
 
@@ -236,6 +248,55 @@ class RowStore:
             self._vals.append(vals)
             self._enc.append(enc)
 
+    def extend_from_columns(self, cols: Sequence[str], columns: Sequence[list[Any]]) -> None:
+        """Append rows given column by column (a bulk load): the same values and encoding as
+        ``append`` of each row, the sharing done per column (no per-value Python dispatch)."""
+        shape = self._shape(tuple(cols))
+        tables = self._shared_of(shape)
+        held: list[list[Any]] = []
+        lists: list[int] = []
+        longs: list[int] = []
+        for j, col in enumerate(columns):
+            got, kind = _share_column(tables[j], col)
+            held.append(got)
+            if kind == "list":
+                lists.append(j)
+            elif kind == "long":
+                longs.append(j)
+        rows = list(zip(*held, strict=True)) if held else []
+        if not lists and not longs:
+            self._cols.extend([shape] * len(rows))
+            self._vals.extend(rows)
+            self._enc.extend([()] * len(rows))
+            return
+        for row in rows:
+            enc = [p for p in lists if row[p] is not None]
+            out: list[Any] | None = None
+            seen: dict[str, int] = {}
+            for p in longs:
+                v = row[p]
+                if v is None or len(v) <= SHARED_STR_MAX:
+                    continue
+                same = seen.get(v)
+                if same is None:
+                    seen[v] = p
+                    if "\n" not in v:
+                        continue
+                    code: Any = _compose(v, row, p)
+                    if code is None:
+                        continue
+                else:
+                    code = _same(same)
+                if out is None:
+                    out = list(row)
+                out[p] = code
+                enc.append(p)
+            enc.sort()
+            key = tuple(enc)
+            self._cols.append(shape)
+            self._vals.append(row if out is None else tuple(out))
+            self._enc.append(self._encs.setdefault(key, key))
+
     def column(self, name: str) -> list[Any]:
         """Every slot's value of ``name`` (None for deleted slots and rows without it)."""
         where: dict[tuple[str, ...], int] = {
@@ -296,6 +357,37 @@ class RowStore:
         else:
             return False
         return table.get(key) is v
+
+
+def _share_column(table: dict[Any, Any], col: list[Any]) -> tuple[list[Any], str]:
+    """A column's values with the repeating ones shared through ``table`` (the keys ``_encode``
+    uses), and its kind: ``list`` (lists of strings held as tuples), ``long`` (strings, some
+    longer than ``SHARED_STR_MAX``: the caller encodes those per row) or ``plain``."""
+    kinds = {type(v) for v in col} - {type(None)}
+    room = len(table) < SHARED_PER_COLUMN  # a batch may pass the bound once: still bounded
+    put = table.setdefault if room else table.get
+    if kinds == {str}:
+        got = [v if v is None or len(v) > SHARED_STR_MAX else put(v, v) for v in col]
+        long = any(v is not None and len(v) > SHARED_STR_MAX for v in col)
+        return got, "long" if long else "plain"
+    if kinds == {float}:
+        return [
+            v if v is None or v != v else (put(v, v) if v else _shared_zero(table, v, room))
+            for v in col
+        ], "plain"
+    if kinds == {list} and all(type(x) is str for v in col if v for x in v):
+        return [None if v is None else put(tuple(v), tuple(v)) for v in col], "list"
+    return col, "plain"
+
+
+def _shared_zero(table: dict[Any, Any], v: float, room: bool) -> float:
+    key = (v.hex(),)  # 0.0 and -0.0 stay distinct
+    got = table.get(key)
+    if got is None:
+        if room:
+            table[key] = v
+        return v
+    return float(got)
 
 
 def _deep(value: Any) -> int:

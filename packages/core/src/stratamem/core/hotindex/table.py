@@ -158,7 +158,7 @@ class HotTable:
             self.upsert(rows_of(batch, self.vec_cols))
             return
         plain = [n for n in names if n not in self.vec_cols and not n.startswith("_")]
-        values = list(zip(*(batch.column(n).to_pylist() for n in plain), strict=True))
+        columns = [batch.column(n).to_pylist() for n in plain]
         first, end = self.n, self.n + k
         self.n = end
         for attr in ("alive", "owner", "priority", "ts", "session"):
@@ -166,7 +166,7 @@ class HotTable:
         for c in self.vec_cols:
             self.has[c] = _grow(self.has[c], end)
         self.ids.extend(ids)
-        self.rows.extend_columns(plain, values)
+        self.rows.extend_from_columns(plain, columns)
         self.slot_of.update(zip(ids, range(first, end), strict=True))
         self.alive[first:end] = True
         self.live += k
