@@ -271,7 +271,7 @@ DEFAULTS: dict[str, Any] = {
         "hot_index": True,
         #: memory budget of the mirror, MB (0 = none). Above it the namespaces used least recently
         #: are dropped from memory and served from LanceDB (same results), reloaded when used again
-        #: (hotindex/residency.py). ~4-6 KB per trace: 1024 MB holds ~170k traces
+        #: (hotindex/residency.py). ~3-4 KB per trace (HNSW included): 1024 MB holds ~250k
         "hot_index_max_mb": 1024,
         #: above this many vectors in a column the mirror adds an HNSW graph (usearch, int8)
         "hot_ann_threshold_rows": 20000,
