@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ef", default="0,160,320")
     p.add_argument("--over", type=int, default=0, help="over-fetch factor (0: the configured one)")
     p.add_argument("--expansion-add", type=int, default=0)
+    p.add_argument("--connectivity", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="build threads (0: the configured)")
     p.add_argument("--queries", type=int, default=120)
     p.add_argument("--seed", type=int, default=7)
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = dict(DEFAULTS["storage"])
     if args.expansion_add:
         cfg["hot_ann_expansion_add"] = args.expansion_add
+    if args.connectivity:
+        cfg["hot_ann_connectivity"] = args.connectivity
     if args.threads:
         cfg["hot_ann_threads"] = args.threads
     over = args.over or int(cfg["hot_ann_oversample"])
@@ -53,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         exact = [set(np.argsort(-(mat @ q), kind="stable")[:10].tolist()) for q in qv]
         ann = Ann(mat.shape[1], cfg)
+        aware = ann.expansion(n)  # (before the loop below sets other breadths)
         w0, c0 = time.perf_counter(), time.process_time()
         ann.add(np.arange(n), mat)
         build = {
@@ -61,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         for ef in (int(x) for x in args.ef.split(",") if x):
             size_aware = ef == 0
-            ef = ann.expansion(n) if size_aware else ef
+            ef = aware if size_aware else ef
             ann.base_expansion, ann.ref_rows = ef, n  # this breadth at this size
             recall, ms = [], []
             for q, want in zip(qv, exact, strict=True):
@@ -76,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                 "size_aware": size_aware,
                 "over": over,
                 "expansion_add": int(cfg["hot_ann_expansion_add"]),
+                "connectivity": int(cfg["hot_ann_connectivity"]),
                 "recall_at_10": round(float(np.mean(recall)), 4),
                 "min_recall": min(recall),
                 "p50_ms": round(float(np.median(ms)), 3),
