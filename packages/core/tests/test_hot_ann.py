@@ -33,3 +33,17 @@ def test_the_graph_searches_with_the_breadth_of_its_size() -> None:
     assert got[0] == 7
     exact = np.argsort(-(vecs @ vecs[7]))[:10]
     assert len(set(got.tolist()) & set(exact.tolist())) >= 9
+
+
+def test_a_graph_built_over_many_vectors_at_once_gets_the_dense_connectivity() -> None:
+    rng = np.random.default_rng(6)
+    vecs = rng.standard_normal((600, 16)).astype(np.float32)
+    cfg = {"hot_ann_connectivity": 8, "hot_ann_dense_connectivity": 24}
+    small = _ann(**cfg, hot_ann_dense_from_rows=1000)
+    small.add(np.arange(600), vecs)
+    large = _ann(**cfg, hot_ann_dense_from_rows=500)
+    large.add(np.arange(600), vecs)
+    large.add(np.array([600]), vecs[:1])  # later writes keep the graph
+    assert small.index.connectivity == 8
+    assert large.index.connectivity == 24 and len(large) == 601
+    assert large.search(vecs[3], 5)[0] == 3
