@@ -235,9 +235,13 @@ async def test_draining_ends_open_event_streams_instead_of_waiting_out_the_grace
         core.bus.emit("session.opened", {"session_id": "x", "agent": "y"})
         assert (await asyncio.wait_for(call.read(), 10)).type == "session.opened"
         started = time.perf_counter()
-        await svc.stop(10.0)
-        assert time.perf_counter() - started < 5.0  # not the 10 s grace
+        # Read while the drain runs: the stream's clean end (EOF) arrives before the transport
+        # closes. Read after stop() returned, the client could see the closed socket
+        # (UNAVAILABLE, broken pipe) before the trailers it already had.
+        stopping = asyncio.create_task(svc.stop(10.0))
         assert await asyncio.wait_for(call.read(), 10) is grpc.aio.EOF
+        await stopping
+        assert time.perf_counter() - started < 5.0  # not the 10 s grace
     finally:
         await channel.close()
         await core.shutdown()
