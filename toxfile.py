@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parent
 
 
 def _pythons_module() -> Any:
-    spec = importlib.util.spec_from_file_location("_stratamem_pythons", ROOT / "scripts" / "pythons.py")
+    spec = importlib.util.spec_from_file_location(
+        "_stratamem_pythons", ROOT / "scripts" / "pythons.py"
+    )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
