@@ -37,6 +37,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="soak with storage.cleanup_older_than_s set to this (default: the shipped value)",
     )
     p.add_argument(
+        "--soak-turns",
+        type=int,
+        default=None,
+        help="soak this many turns instead of the size's (e.g. 20000: the steady state after the "
+        "bounded caches fill)",
+    )
+    p.add_argument(
         "--locomo-data",
         type=Path,
         default=None,
@@ -133,12 +140,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if "soak" in only:
         from bench.soak import run_soak
 
-        _log(f"soak: {size.soak_turns:,} turns")
+        turns = args.soak_turns or size.soak_turns
+        _log(f"soak: {turns:,} turns")
         overrides = config_overrides(args)
         if args.soak_cleanup_s is not None:
             overrides["storage__cleanup_older_than_s"] = args.soak_cleanup_s
         res["soak"] = await run_soak(
-            load_embedder({}), size.soak_turns, size.soak_every, args.seed, overrides
+            load_embedder({}), turns, size.soak_every, args.seed, overrides
         )
     if "quality" in only:
         from bench.longmem import generate

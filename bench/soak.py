@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import native
 from bench.corpus import AGENT
 from bench.longmem import conversation_stream
 from bench.machine import rss_mb
@@ -61,6 +62,9 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
             sum(p.stat().st_size for p in (home / "data").glob("stratamem.db*")) / 1e6, 2
         ),
         "state": _state(core),
+        "smaps": native.smaps_regions(),
+        "malloc": native.malloc_mb(),
+        "py_blocks": native.python_blocks(),
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -169,5 +170,44 @@ async def test_the_engine_uses_the_system_allocator_for_arrow(tmp_path: Path) ->
         rng = np.random.default_rng(3)
         await store.upsert("traces", [_row(i, rng.standard_normal(DIM)) for i in range(3)])
         assert await store.count("traces", Scope.everything("test")) == 3
+    finally:
+        store.close()
+
+
+async def test_optimize_reopens_the_tables_on_a_fresh_lancedb_session(tmp_path: Path) -> None:
+    """Each commit leaves entries keyed by its table version in the LanceDB session's caches,
+    weighed at about half what they hold (the soak's RSS grew past the cache bounds): optimize
+    drops the session with all of it (``storage.lance_session_renew_every``), and nothing
+    written is lost, a write racing the swap included."""
+    store = await LanceStore(tmp_path, DIM, "m", {}).open()
+    try:
+        rng = np.random.default_rng(5)
+        for i in range(20):  # one commit (one table version) each, as the journal writer does
+            await store.upsert("traces", [_row(i, rng.standard_normal(DIM))])
+        await store.ensure_indexes()
+        everything = Scope.everything("test")
+        assert await store.fts_search("traces", "question 7", everything, 5)
+        cached = store.cache_bytes()
+        assert cached > 0 and store.sessions_opened == 0
+        await store.optimize()
+        assert store.sessions_opened == 1
+        assert store.cache_bytes() < cached  # nothing of the old versions is held
+        await asyncio.gather(
+            store.renew_session(), store.upsert("traces", [_row(20, rng.standard_normal(DIM))])
+        )
+        assert store.sessions_opened == 2
+        assert await store.count("traces", everything) == 21
+        hits = await store.fts_search("traces", "question 7", everything, 5)
+        assert hits and hits[0]["id"] == "tr_000007"
+    finally:
+        store.close()
+
+
+async def test_the_session_is_kept_when_renewal_is_off(tmp_path: Path) -> None:
+    store = await LanceStore(tmp_path, DIM, "m", {"lance_session_renew_every": 0}).open()
+    try:
+        await store.upsert("traces", [_row(0, np.ones(DIM, dtype=np.float32))])
+        await store.optimize()
+        assert store.sessions_opened == 0
     finally:
         store.close()

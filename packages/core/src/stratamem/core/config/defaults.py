@@ -309,6 +309,11 @@ DEFAULTS: dict[str, Any] = {
         #: climbed ~85 MB per 1,000 turns in the soak; these bound it)
         "lance_index_cache_mb": 64,
         "lance_metadata_cache_mb": 32,
+        #: every this many optimize rounds, reopen the tables on a fresh LanceDB session (0 =
+        #: never): the caches keep entries of every table version, weighed at about half what
+        #: they hold, so RSS grew ~2.5 MB per 1,000 versions beyond the bounds above
+        #: (storage/lance.py ``renew_session``; bench/soak.py)
+        "lance_session_renew_every": 1,
         #: Arrow's default memory pool in the engine's process: ``system`` (malloc), ``jemalloc``,
         #: ``mimalloc`` (the wheels' default, which kept every write batch's pages: +~25 MB RSS per
         #: 1,000 turns in the soak) or ``default`` (leave it); see storage/allocator.py

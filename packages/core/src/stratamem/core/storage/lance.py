@@ -62,6 +62,9 @@ class LanceStore:
         self._fts_ready: set[str] = set()
         self._ann_ready: set[tuple[str, str]] = set()
         self._rows_since_optimize = 0
+        self._optimizes = 0
+        #: LanceDB sessions opened since open (``renew_session``; for tests and the bench)
+        self.sessions_opened = 0
         self._nonempty: set[str] = set()
         #: rows returned by reads since open (what a query costs, for tests and ``doctor``)
         self.rows_read = 0
@@ -89,12 +92,7 @@ class LanceStore:
         allocator.use_arrow_pool(self.cfg.get_str("arrow_memory_pool"))
         allocator.limit_malloc_arenas(self.cfg.get_int("malloc_arena_max"))
         allocator.set_mmap_threshold(self.cfg.get_int("malloc_mmap_threshold_kb") * 1024)
-        mb = 1 << 20
-        self._session = lancedb.Session(
-            index_cache_size_bytes=self.cfg.get_int("lance_index_cache_mb") * mb,
-            metadata_cache_size_bytes=self.cfg.get_int("lance_metadata_cache_mb") * mb,
-        )
-        self._db = await lancedb.connect_async(str(self.path), session=self._session)
+        self._session, self._db = await self._connect()
         existing = set((await self._db.list_tables()).tables)
         for name, (factory, _vecs) in TABLES.items():
             schema = factory(self.dim, self.model)
@@ -109,6 +107,32 @@ class LanceStore:
             await self._refresh_index_state(name)
         await self.reload_hot(wait_ann=False)
         return self
+
+    async def _connect(self) -> tuple[lancedb.Session, lancedb.AsyncConnection]:
+        mb = 1 << 20
+        session = lancedb.Session(
+            index_cache_size_bytes=self.cfg.get_int("lance_index_cache_mb") * mb,
+            metadata_cache_size_bytes=self.cfg.get_int("lance_metadata_cache_mb") * mb,
+        )
+        return session, await lancedb.connect_async(str(self.path), session=session)
+
+    async def renew_session(self) -> None:
+        """Reopen every table on a fresh LanceDB session and let the old one go.
+
+        Why (bench/soak.py, issue 16): each commit leaves entries in the session's caches, keyed
+        by that table version (manifests, transactions, file metadata, index pieces of versions
+        that compaction has since replaced). They are never read again, and their weighed size
+        (``cache_bytes``) counts only part of what they hold: the soak's RSS grew ~2x what the
+        caches reported, by ~2.5 MB per 1,000 versions beyond it. Dropping the session frees all
+        of it. Under the write lock: no write straddles the swap; a read already running keeps
+        the handle it started on, released with its last reference."""
+        if self._db is None:
+            return
+        async with self._write_lock:
+            session, db = await self._connect()
+            tables = {name: await db.open_table(name) for name in self._tables}
+            self._session, self._db, self._tables = session, db, tables
+        self.sessions_opened += 1
 
     async def reload_hot(self, *, wait_ann: bool = True) -> None:
         """Rebuild the in-memory mirror from LanceDB (open, or after writes behind the store's back).
@@ -456,12 +480,17 @@ class LanceStore:
 
     async def optimize(self, cleanup_older_than_s: float | None = None) -> None:
         """Compact, fold new rows into indexes, drop versions older than the bounded window
-        (``storage.cleanup_older_than_s`` unless given: 0 keeps only the latest version)."""
+        (``storage.cleanup_older_than_s`` unless given: 0 keeps only the latest version); every
+        ``storage.lance_session_renew_every`` rounds, a fresh LanceDB session (``renew_session``)."""
         window = self.cfg.get_int("cleanup_older_than_s")
         older = timedelta(seconds=window if cleanup_older_than_s is None else cleanup_older_than_s)
         async with self.index_lock:
             for tbl in self._tables.values():
                 await tbl.optimize(cleanup_older_than=older)
+            self._optimizes += 1
+            every = self.cfg.get_int("lance_session_renew_every")
+            if every > 0 and self._optimizes % every == 0:
+                await self.renew_session()
         self._rows_since_optimize = 0
 
     @property
