@@ -834,9 +834,21 @@ def _soak_summary(so: dict[str, Any]) -> list[str]:
             f"LanceDB caches {mem['lance_cache_per_10k_mb']:+} MB (bounded: "
             "`storage.lance_*_cache_mb`) + embedding cache "
             f"{mem.get('embed_cache_per_10k_mb', 0):+} MB (bounded: `embedding.cache.max_items`) + "
-            f"**remainder {mem['remainder_per_10k_mb']:+} MB**; target: the remainder ≤ 10 MB per "
-            f"10k turns. End to end: RSS {mem['rss_mb']:+} MB, remainder {mem['remainder_mb']:+} MB.",
+            f"**remainder {mem['remainder_per_10k_mb']:+} MB**. End to end: RSS {mem['rss_mb']:+} "
+            f"MB, remainder {mem['remainder_mb']:+} MB.",
         ]
+        if "verdict_rss" in mem:
+            t = mem["target_per_10k_mb"]
+            out += [
+                f"- **Verdict, total RSS** (issue 16: ≤ {t} MB per 10k turns after warm-up): "
+                f"{mem['rss_per_10k_mb']:+} MB → **{mem['verdict_rss']}**.",
+                f"- **Verdict, RSS minus the hot index's data** ({mem['hot_index_per_10k_mb']:+} "
+                "MB, bounded by `storage.hot_index_max_mb`): "
+                f"{mem['rss_minus_hot_per_10k_mb']:+} MB → **{mem['verdict_rss_minus_hot']}**.",
+            ]
+        if mem.get("regions_mb"):
+            grown = ", ".join(f"{k} {v:+}" for k, v in mem["regions_mb"].items())
+            out += [f"- **Where RSS went** (MB, warm-up → last sample; bench/native.py): {grown}."]
     last = [c for c in so.get("curve", []) if "note" not in c]
     if last and last[-1].get("hot_kb_per_row"):
         c = last[-1]

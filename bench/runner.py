@@ -148,6 +148,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         res["soak"] = await run_soak(
             load_embedder({}), turns, size.soak_every, args.seed, overrides
         )
+        from bench.soak import verdict_lines
+
+        for line in verdict_lines(res["soak"].get("memory") or {}):
+            _log(line)
     if "quality" in only:
         from bench.longmem import generate
         from bench.quality import run_quality
