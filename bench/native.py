@@ -117,3 +117,37 @@ def malloc_mb() -> dict[str, float]:
 def python_blocks() -> int:
     """Python's allocated memory blocks (flat when no Python object accumulates)."""
     return int(sys.getallocatedblocks())
+
+
+def python_arenas_mb() -> dict[str, float]:
+    """CPython's small-object allocator: MB of its arenas (1 MiB anonymous mappings, counted in
+    smaps ``anon_big``) and of the blocks in use inside them; arenas growing while blocks do not
+    is fragmentation of Python's own heap. Read from ``sys._debugmallocstats`` (C stderr)."""
+    import os
+    import tempfile
+
+    fn = getattr(sys, "_debugmallocstats", None)
+    if fn is None:
+        return {}
+    with tempfile.TemporaryFile() as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(tmp.fileno(), 2)
+            fn()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read().decode(errors="replace")
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("# arenas allocated current"):
+            out["arenas"] = int(line.split("=")[1].replace(",", "").strip())
+        elif line.startswith("# bytes in allocated blocks"):
+            out["blocks_mb"] = round(int(line.split("=")[1].replace(",", "").strip()) / _MB, 2)
+        elif line.startswith("# bytes in available blocks"):
+            out["free_mb"] = round(int(line.split("=")[1].replace(",", "").strip()) / _MB, 2)
+    if "arenas" in out:
+        out["arenas_mb"] = float(out.pop("arenas"))  # 1 MiB each
+    return out

@@ -65,6 +65,7 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
         "smaps": native.smaps_regions(),
         "malloc": native.malloc_mb(),
         "py_blocks": native.python_blocks(),
+        "py_heap": native.python_arenas_mb(),
     }
 
 
@@ -125,7 +126,7 @@ def _region_growth(first: dict[str, Any], last: dict[str, Any]) -> dict[str, flo
     """Growth of each smaps region and of malloc's counters between two samples (MB): where
     RSS that is neither data nor a reported cache went (bench/native.py)."""
     out: dict[str, float] = {}
-    for group in ("smaps", "malloc"):
+    for group in ("smaps", "malloc", "py_heap"):
         a, b = first.get(group) or {}, last.get(group) or {}
         for k, v in b.items():
             if not k.startswith("n_") and isinstance(v, (int, float)) and k in a:
