@@ -28,6 +28,9 @@ from typing import Any
 import numpy as np
 
 from bench import metrics
+from bench.llm_calls import TimedLlm
+from bench.llm_calls import render as render_calls
+from bench.llm_calls import summarise as summarise_calls
 from bench.stats import percentile
 
 AGENT = "locomo"
@@ -204,7 +207,12 @@ async def ask(
             )
         )
         ms = (time.perf_counter() - t0) * 1000
-        out["search"][q.id] = {"ranked": ranked_keys(res, key_of), "ms": ms}
+        out["search"][q.id] = {
+            "ranked": ranked_keys(res, key_of),
+            "ms": ms,
+            "hits": len(res.hits),
+            "cut_off": res.cut_off,
+        }
         if not turn:
             continue
         t0 = time.perf_counter()
@@ -222,6 +230,8 @@ async def ask(
             "ranked": ranked_keys(res, key_of),
             "ms": ms,
             "tokens": tok.count(res.injected_context),
+            "hits": len(res.hits),
+            "cut_off": res.cut_off,
         }
     return out
 
@@ -307,6 +317,12 @@ def score(questions: Sequence[Question], runs: dict[str, dict[str, Any]]) -> dic
                 "p95": round(percentile(toks, 95), 1),
                 "max": max(toks),
             }
+        hits = [res[q.id]["hits"] for q in answerable if "hits" in res[q.id]]
+        if hits:
+            row["hits_mean"] = _r(metrics.mean([float(h) for h in hits]))
+            row["cut_off_rate"] = _r(
+                metrics.mean([float(bool(res[q.id].get("cut_off"))) for q in answerable])
+            )
         row["empty_on_answerable"] = _r(
             metrics.mean([float(not res[q.id]["ranked"]) for q in answerable])
         )
@@ -317,10 +333,17 @@ def score(questions: Sequence[Question], runs: dict[str, dict[str, Any]]) -> dic
     return out
 
 
-def pick(convs: list[Conversation], max_convs: int, max_questions: int) -> list[Conversation]:
+def pick(
+    convs: list[Conversation], max_convs: int, max_questions: int, every: int = 1
+) -> list[Conversation]:
     """The first ``max_convs`` conversations, each with its first ``max_questions`` questions per
-    category (0 = all): the smoke size keeps every category."""
+    category (0 = all): the smoke size keeps every category. ``every`` > 1 keeps each
+    conversation's 1st, (1 + every)th, ... question in file order first (a deterministic subset
+    for slow runs, e.g. a CPU LLM)."""
     chosen = convs[:max_convs] if max_convs else convs
+    if every > 1:
+        for c in chosen:
+            c.questions = c.questions[::every]
     if not max_questions:
         return chosen
     for c in chosen:
@@ -343,6 +366,7 @@ async def run_locomo(
     overrides: dict[str, Any] | None = None,
     llm_overrides: dict[str, Any] | None = None,
     homes: Path | None = None,
+    every: int = 1,
 ) -> dict[str, Any]:
     """The whole section; ``{"skipped": reason}`` when the data is absent. ``homes`` keeps each
     conversation's home there and reuses it when already ingested (for tuning retrieval only)."""
@@ -350,10 +374,11 @@ async def run_locomo(
         return {"skipped": f"LoCoMo data not found ({path or 'shared/data/locomo-dev.json'})"}
     from stratamem.core.engine.assemble import open_local_core
 
-    convs = pick(await asyncio.to_thread(load, path), max_convs, max_questions)
+    convs = pick(await asyncio.to_thread(load, path), max_convs, max_questions, every)
     tok = metrics.TokenCounter()
     runs: dict[str, dict[str, Any]] = {s: {} for s in (*SYSTEMS, *VARIANTS)}
     llm_runs: dict[str, dict[str, Any]] = {}
+    llm_log: list[dict[str, Any]] = []
     questions: list[Question] = []
     ingest_s = 0.0
     for conv in convs:
@@ -393,6 +418,8 @@ async def run_locomo(
                 core = await open_local_core(
                     home, embedder=embedder, **(overrides or {}), **llm_overrides
                 )
+                if core.llm is not None:  # every call the LLM rows make, timed at the provider
+                    core.llm = TimedLlm(core.llm, llm_log)
                 try:
                     for s, r in (await ask(core, conv, conv.questions, key_of, tok)).items():
                         llm_runs.setdefault(f"{s}+llm", {}).update(r)
@@ -412,8 +439,9 @@ async def run_locomo(
     else:
         notes.append(
             "LLM paths: `+llm` rows ran with LLM query rewriting and the LLM relevance filter on, "
-            "against "
-            f"{llm_overrides.get('llm__endpoint')} (a scripted stub measures plumbing, not quality)."
+            f"against {llm_overrides.get('llm__endpoint')}, model "
+            f"`{llm_overrides.get('llm__model')}` (against a scripted stub they measure plumbing, "
+            "not quality)."
         )
     out: dict[str, Any] = {
         "notes": notes,
@@ -423,9 +451,12 @@ async def run_locomo(
         "questions": sum(1 for q in questions if q.category in CATEGORIES),
         "adversarial": sum(1 for q in questions if q.category == ADVERSARIAL),
         "ingest_s": round(ingest_s, 1),
+        "every": every,
         "systems": score(questions, runs | llm_runs),
         "halves": halves(convs, questions, runs),
     }
+    if llm_overrides is not None:
+        out["llm_calls"] = summarise_calls(llm_log)
     return out
 
 
@@ -505,7 +536,12 @@ def render(res: dict[str, Any]) -> str:
         f"{res['memories']} memories (one per pair of consecutive turns), {res['questions']} "
         f"questions of categories 1-4 and {res['adversarial']} adversarial (category 5); top k = {K}; "
         f"ingest {res['ingest_s']} s. `search` asks with top k 10 traces; `turn_start` runs with the "
-        "shipped defaults (its trace cap). Baselines run over the same stored memories in the same run.",
+        "shipped defaults (its trace cap). Baselines run over the same stored memories in the same run."
+        + (
+            f" Subset: every {res['every']}th question of each conversation (all rows alike)."
+            if res.get("every", 1) > 1
+            else ""
+        ),
         "",
         "| method | R@5 | R@10 | hit@10 | MRR@10 | multi-hop R@10 | temporal R@10 | open-domain R@10 "
         "| single-hop R@10 | p50 ms | p95 ms |",
@@ -557,6 +593,19 @@ def render(res: dict[str, Any]) -> str:
             lines.append(
                 f"| {k} | {v['target']} | {_f(v['got'])} | {'met' if v['ok'] else 'NOT met'} |"
             )
+    llm_rows = [n for n in res["systems"] if n.endswith("+llm")]
+    if llm_rows:
+        lines += [
+            "",
+            "| method | hits returned (mean) | cut off (deadline or call cap) |",
+            "|---|---|---|",
+        ]
+        for name in [n.removesuffix("+llm") for n in llm_rows] + llm_rows:
+            s = res["systems"].get(name, {})
+            lines.append(f"| {name} | {_f(s.get('hits_mean'))} | {_f(s.get('cut_off_rate'))} |")
+    calls = render_calls(res.get("llm_calls", {}))
+    if calls:
+        lines += ["", *calls]
     for note in res.get("notes", []):
         lines += ["", note]
     return "\n".join(lines) + "\n"

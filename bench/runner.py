@@ -63,6 +63,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--llm-model", default=None, help="model name for --llm-url")
     p.add_argument(
+        "--locomo-every",
+        type=int,
+        default=1,
+        help="LoCoMo asks every Nth question of each conversation (a deterministic subset for slow "
+        "runs, e.g. a CPU LLM behind --llm-url; every row over the same questions)",
+    )
+    p.add_argument(
         "--set",
         action="append",
         default=[],
@@ -174,6 +181,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             homes=args.locomo_homes,
             llm_overrides=llm_overrides_from_env(args.llm_url, args.llm_model),
             overrides=config_overrides(args),
+            every=max(1, args.locomo_every),
         )
         if "skipped" in res["locomo"]:
             notes.append(res["locomo"]["skipped"])

@@ -135,6 +135,11 @@ async def test_the_harness_runs_end_to_end_with_the_llm_rows_over_a_scripted_ser
     assert "search+llm" in render(res)
     # the filter kept at most the one memory the scripted model selected, per question
     assert systems["search+llm"]["all"]["R@10"] <= systems["search"]["all"]["R@10"]
+    assert systems["search+llm"]["hits_mean"] <= 1.0
+    calls = res["llm_calls"]  # every call timed by task at the provider
+    assert calls["retrieval.filter"]["outcomes"]["ok"] >= 1
+    assert calls["retrieval.rewrite"]["outcomes"]["ok"] >= 1
+    assert "| retrieval.filter |" in render(res)
 
 
 def test_halves_score_the_tuning_and_the_confirming_conversations_apart() -> None:
@@ -152,3 +157,12 @@ def test_halves_score_the_tuning_and_the_confirming_conversations_apart() -> Non
     assert "| confirm (conv-3, conv-4) | search | 4 |" in render(
         res | {"adversarial": 5, "ingest_s": 0, "systems": {}, "halves": got}
     )
+
+
+def test_every_nth_question_is_a_deterministic_subset(tmp_path: Path) -> None:
+    import json
+
+    p = tmp_path / "d.json"
+    p.write_text(json.dumps([RAW]))
+    full = [q.id for q in load(p)[0].questions]
+    assert [q.id for q in pick(load(p), 0, 0, every=2)[0].questions] == full[::2]

@@ -100,9 +100,10 @@ def _core(tmp_path: Path, server: StubOpenAIServer | None) -> Any:
     return open_core(tmp_path, embedding__provider="none", **llm)
 
 
-async def test_the_models_selection_is_kept_in_its_order_and_capped_at_max_keep(
+async def test_the_models_selection_is_kept_in_its_order_up_to_the_asked_top_k(
     tmp_path: Path,
 ) -> None:
+    # a search that asks for 7 hits keeps all 5 the model selected, not llm_filter_max_keep (4)
     script = FilterScript()
     with StubOpenAIServer() as server:
         server.handler = script
@@ -116,9 +117,22 @@ async def test_the_models_selection_is_kept_in_its_order_and_capped_at_max_keep(
     call = script.calls[0]
     shown = candidates(call)
     assert len(shown) == 7
-    assert [word_of(h.snippet) for h in got.hits] == [shown[i] for i in (6, 2, 5, 1)]
+    assert [word_of(h.snippet) for h in got.hits] == [shown[i] for i in (6, 2, 5, 1, 3)]
     assert call["max_tokens"] == output_budget(7) == 160
     assert QUERY in call["messages"][1]["content"]
+
+
+async def test_without_an_asked_top_k_the_selection_is_capped_at_max_keep(tmp_path: Path) -> None:
+    script = FilterScript()
+    with StubOpenAIServer() as server:
+        server.handler = script
+        async with _core(tmp_path, server) as core:
+            await _seed(core)
+            script.answers.append(StubAnswer(content=json.dumps({"selected": [5, 2, 4, 1, 3]})))
+            got = await core.search(RetrievalQuery(agent="hermes", query=QUERY, namespace=NS))
+    shown = candidates(script.calls[0])
+    assert len(shown) == 5  # tier2_top_k
+    assert [word_of(h.snippet) for h in got.hits] == [shown[i] for i in (5, 2, 4, 1)]
 
 
 async def test_an_empty_selection_keeps_nothing(tmp_path: Path) -> None:
@@ -147,7 +161,8 @@ async def test_malformed_json_with_zero_retries_makes_one_call_then_keeps_the_sa
     assert len(script.calls) == 1
     top = unfiltered.hits[0].score
     eligible = {h.ref_id for h in unfiltered.hits if h.score >= 0.7 * top}
-    assert len(got.hits) == min(4, len(eligible)) and len(unfiltered.hits) == 7
+    # the safe cut-off keeps at most the asked top k (7), not llm_filter_max_keep
+    assert len(got.hits) == min(7, len(eligible)) and len(unfiltered.hits) == 7
     assert {h.ref_id for h in got.hits} <= eligible
     assert got.hits[0].score == pytest.approx(top, abs=1e-3)
 
@@ -181,7 +196,7 @@ async def test_the_default_is_one_retry_when_the_query_does_not_say(tmp_path: Pa
             script.answers += [StubAnswer(content="nope"), StubAnswer(content="still nope")]
             got = await core.search(_query())
     assert len(script.calls) == 2
-    assert 1 <= len(got.hits) <= 4
+    assert 1 <= len(got.hits) <= 7
 
 
 async def test_a_slow_model_falls_back_to_the_safe_cutoff_within_the_deadline(
@@ -201,7 +216,7 @@ async def test_a_slow_model_falls_back_to_the_safe_cutoff_within_the_deadline(
     assert len(script.calls) == 1
     # generous: the point is that recall did not wait for the model's 30 s answer
     assert took < 12
-    assert 1 <= len(got.hits) <= 4 and got.cut_off
+    assert 1 <= len(got.hits) <= 7 and got.cut_off
 
 
 async def test_a_model_stopped_by_the_clients_own_timeout_is_reported_as_cut_off(
@@ -221,7 +236,33 @@ async def test_a_model_stopped_by_the_clients_own_timeout_is_reported_as_cut_off
             got = await core.search(_query(deadline_ms=30_000))
     assert len(script.calls) == 1
     assert got.cut_off
-    assert 1 <= len(got.hits) <= 4  # the safe cut-off, not the model's late answer
+    assert 1 <= len(got.hits) <= 7  # the safe cut-off, not the model's late answer
+
+
+async def test_the_call_cap_is_a_setting_so_a_slower_model_is_waited_for(
+    tmp_path: Path,
+) -> None:
+    """``llm_filter_timeout_ms`` (default 2000) lets a local CPU model that needs seconds decide;
+    with the cap fixed at 2 s its selection was always replaced by the safe cut-off."""
+    script = FilterScript()
+    with StubOpenAIServer() as server:
+        server.handler = script
+        async with open_core(
+            tmp_path,
+            embedding__provider="none",
+            llm__provider="openai_compatible",
+            llm__endpoint=server.url,
+            llm__model="stub",
+            llm__max_retries=0,
+            llm__fallback_to_host=False,
+            retrieval__llm_filter_timeout_ms=30_000,
+        ) as core:
+            await _seed(core)
+            script.answers.append(StubAnswer(content=json.dumps({"selected": [3]}), delay_s=3))
+            got = await core.search(_query(deadline_ms=120_000))
+    shown = candidates(script.calls[0])
+    assert not got.cut_off
+    assert [word_of(h.snippet) for h in got.hits] == [shown[3]]
 
 
 async def test_without_an_llm_the_ranking_passes_through_unchanged(tmp_path: Path) -> None:

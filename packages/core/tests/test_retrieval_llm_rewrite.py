@@ -127,6 +127,26 @@ async def test_a_malformed_or_slow_answer_passes_the_query_through(tmp_path: Pat
     assert took < 4.5  # the rewrite gets at most half of the 2 s budget, never the model's 5 s
 
 
+async def test_a_slower_model_is_waited_for_when_the_call_cap_allows_it(tmp_path: Path) -> None:
+    """A local model on a CPU answers in seconds: ``llm_query_rewrite_timeout_ms`` gives it that
+    time (the cap was a fixed 1.5 s, so every such answer was thrown away)."""
+    script = RewriteScript(
+        StubAnswer(content=json.dumps({"queries": ["Maria adopted puppy dog"]}), delay_s=2.5)
+    )
+    with StubOpenAIServer() as server:
+        server.handler = script
+        async with _core(
+            tmp_path,
+            server,
+            retrieval__llm_query_rewrite=True,
+            retrieval__llm_query_rewrite_timeout_ms=30_000,
+        ) as core:
+            await _seed(core)
+            got = await core.search(_ask(deadline_ms=120_000))
+    assert len(script.calls) == 1
+    assert got.hits and "puppy" in got.hits[0].snippet
+
+
 def test_queries_of_keeps_distinct_new_strings_and_rejects_malformed_answers() -> None:
     assert queries_of({"queries": ["a b", "A B", "", QUESTION, "c"]}, QUESTION) == ["a b", "c"]
     assert queries_of({"queries": "one string"}, QUESTION) is None

@@ -255,6 +255,11 @@ DEFAULTS: dict[str, Any] = {
         #: Stratamem: with an LLM configured, restate the query as up to 3 search queries before
         #: recall (retrieval/llm_rewrite.py); off by default: one more LLM round trip per recall
         "llm_query_rewrite": False,
+        #: Stratamem: the per-call caps on the rewrite's and the relevance filter's LLM time (the
+        #: filter's is memos-core's 2000 ms); a local model on a CPU needs more: a 0.5B one took
+        #: seconds per call on 2 cores (bench/results/locomo.md, session 5)
+        "llm_query_rewrite_timeout_ms": 1500,
+        "llm_filter_timeout_ms": 2000,
         #: a query about the present ("… now?", "my current …") lifts the newest of the best traces
         #: by this, the oldest by nothing (retrieval/temporal.py; 0 turns it off)
         "present_recency_weight": 0.6,

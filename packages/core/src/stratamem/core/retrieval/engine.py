@@ -414,6 +414,12 @@ class _Run:
             lightweight=self.lightweight,
             remaining_s=self.dl.remaining(),
             retries=self.query.llm_filter_malformed_retries,
+            # a caller's top k is the number it asked for (memos-core: max keep := t1 + t2 + t3)
+            max_keep=(
+                sum(self.plan.caps[t] for t in self.plan.tiers)
+                if self.query.top_k is not None
+                else None
+            ),
         )
         if self.filtered.timed_out:
             self.dl.cut_off = True

@@ -20,8 +20,8 @@ from stratamem.core.telemetry import get_logger
 _log = get_logger("retrieval")
 
 TASK = "stratamem-task: retrieval.filter"
-#: the per-call cap on the filter's LLM time (memos-core §6.2 "deadline filter cap 2000 ms")
-CALL_CAP_S = 2.0
+#: the per-call cap on the filter's LLM time is ``retrieval.llm_filter_timeout_ms`` (memos-core
+#: §6.2 "deadline filter cap 2000 ms")
 #: safeCutoff keeps what scores at least this share of the best score
 SAFE_RATIO = 0.7
 #: malformed-answer retries when the query does not say (DSH recall passes 0)
@@ -141,11 +141,14 @@ async def llm_filter(
     lightweight: bool,
     remaining_s: float | None,
     retries: int | None = None,
+    max_keep: int | None = None,
 ) -> FilterResult:
-    """Filter ``ranked`` (best first) through ``llm``; see the module docstring for the outcomes."""
+    """Filter ``ranked`` (best first) through ``llm``; see the module docstring for the outcomes.
+    ``max_keep`` replaces ``llm_filter_max_keep`` when the caller asked for a number of hits."""
     enabled = lightweight or bool(setting(config, "llm_filter_enabled"))
     min_n = 1 if lightweight else int(setting(config, "llm_filter_min_candidates"))
-    max_keep = int(setting(config, "llm_filter_max_keep"))
+    if max_keep is None:
+        max_keep = int(setting(config, "llm_filter_max_keep"))
     if llm is None:
         return FilterResult(list(ranked), "no_llm")
     if not enabled or len(ranked) < max(1, min_n) or not query.strip():
@@ -156,7 +159,8 @@ async def llm_filter(
     messages = build_messages(
         query, ranked, int(setting(config, "llm_filter_candidate_body_chars"))
     )
-    call_s = CALL_CAP_S if remaining_s is None else min(CALL_CAP_S, remaining_s)
+    cap = float(setting(config, "llm_filter_timeout_ms")) / 1000
+    call_s = cap if remaining_s is None else min(cap, remaining_s)
 
     def valid(answer: dict[str, Any]) -> bool:
         return selection_of(answer, n) is not None
