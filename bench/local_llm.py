@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -99,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.model.is_file():
         p.error(f"no model file at {args.model}")
     url = f"http://127.0.0.1:{args.port}/v1"
+    # ``kill`` of this process stops the server too (the ``finally`` below runs)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     proc = subprocess.Popen(
         command(args.python, args.model, args.port, threads=args.threads, ctx=args.ctx)
     )

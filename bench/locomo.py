@@ -367,6 +367,7 @@ async def run_locomo(
     llm_overrides: dict[str, Any] | None = None,
     homes: Path | None = None,
     every: int = 1,
+    llm_turn_start: bool = True,
 ) -> dict[str, Any]:
     """The whole section; ``{"skipped": reason}`` when the data is absent. ``homes`` keeps each
     conversation's home there and reuses it when already ingested (for tuning retrieval only)."""
@@ -421,7 +422,12 @@ async def run_locomo(
                 if core.llm is not None:  # every call the LLM rows make, timed at the provider
                     core.llm = TimedLlm(core.llm, llm_log)
                 try:
-                    for s, r in (await ask(core, conv, conv.questions, key_of, tok)).items():
+                    got_llm = await ask(
+                        core, conv, conv.questions, key_of, tok, turn=llm_turn_start
+                    )
+                    for s, r in got_llm.items():
+                        if not r:  # turn_start not asked (llm_turn_start=False)
+                            continue
                         llm_runs.setdefault(f"{s}+llm", {}).update(r)
                 finally:
                     await core.shutdown()

@@ -63,6 +63,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--llm-model", default=None, help="model name for --llm-url")
     p.add_argument(
+        "--llm-search-only",
+        action="store_true",
+        help="LoCoMo's LLM pass asks `search` only (no `turn_start+llm` row): half the LLM calls",
+    )
+    p.add_argument(
         "--locomo-every",
         type=int,
         default=1,
@@ -182,6 +187,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             llm_overrides=llm_overrides_from_env(args.llm_url, args.llm_model),
             overrides=config_overrides(args),
             every=max(1, args.locomo_every),
+            llm_turn_start=not args.llm_search_only,
         )
         if "skipped" in res["locomo"]:
             notes.append(res["locomo"]["skipped"])
