@@ -416,8 +416,9 @@ async def run_locomo(
                 finally:
                     await core.shutdown()
             if llm_overrides is not None:
+                # ``--set`` wins over the LLM rows' own settings (e.g. one LLM path off)
                 core = await open_local_core(
-                    home, embedder=embedder, **(overrides or {}), **llm_overrides
+                    home, embedder=embedder, **{**llm_overrides, **(overrides or {})}
                 )
                 if core.llm is not None:  # every call the LLM rows make, timed at the provider
                     core.llm = TimedLlm(core.llm, llm_log)
