@@ -263,6 +263,10 @@ DEFAULTS: dict[str, Any] = {
         #: a query about the present ("… now?", "my current …") lifts the newest of the best traces
         #: by this, the oldest by nothing (retrieval/temporal.py; 0 turns it off)
         "present_recency_weight": 0.6,
+        #: the query is embedded without the words at least this share of the stored memories
+        #: holds (a speaker's name in every memory of a conversation); BM25 already gives them
+        #: ~no weight (retrieval/dense_query.py; hot index only; 0 turns it off)
+        "dense_common_word_share": 0.8,
     },
     "storage": {
         "fts_tokenizer": "trigram",

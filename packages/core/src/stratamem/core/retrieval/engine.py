@@ -23,6 +23,7 @@ from stratamem.contract.dtos import (
     RetrievalResult,
 )
 from stratamem.core.hotindex import ScopedHotTable
+from stratamem.core.hotindex.lexical import analyze
 from stratamem.core.ids import now_ms
 from stratamem.core.retrieval import hot_channels as hc
 from stratamem.core.retrieval import hot_tiers, lance_tiers, learned
@@ -36,6 +37,7 @@ from stratamem.core.retrieval.candidates import (
     unit,
 )
 from stratamem.core.retrieval.deadline import Deadline
+from stratamem.core.retrieval.dense_query import dense_text
 from stratamem.core.retrieval.expand import (
     FETCH_LIMIT,
     NEIGHBOUR_WINDOW_MS,
@@ -158,6 +160,15 @@ class _Run:
             name, Scope.visible(self.ctx.namespace or Namespace())
         )
         return got
+
+    def dense_query_text(self) -> str:
+        """The text the query is embedded from: without the words nearly every stored memory
+        holds (retrieval/dense_query.py), counted by the hot traces index; as asked without it."""
+        share = float(self.s("dense_common_word_share"))
+        t = self.hot_table("traces") if share > 0 else None
+        if t is None:
+            return self.cq.text
+        return dense_text(self.cq.text, t.lex.df, t.lex.docs, tokens=analyze, share=share)
 
     # -- learned tables (skills, experiences, world models): retrieval/learned.py ----------------
     async def tier1(self) -> None:
@@ -341,7 +352,7 @@ class _Run:
         self.rewrites = rewrite.queries
         self.cq = widen(self.cq, self.rewrites)
         if emb is not None:
-            text = self.cq.text
+            text = self.dense_query_text()
             self.qvec = await self.dl.run("embed", lambda: _embed(emb, text))
             if self.rewrites and self.qvec is not None:  # the rewrites' meaning joins the query's
                 extra = "\n".join(self.rewrites)
