@@ -58,6 +58,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "retrieval.present_recency_weight": (0.0, 2.0),
     "retrieval.llm_query_rewrite_timeout_ms": (50, 600_000),
     "retrieval.llm_filter_timeout_ms": (50, 600_000),
+    "retrieval.dense_common_word_share": (0.0, 1.0),
     "storage.ann_threshold_rows": (1, 10**10),
     "storage.cleanup_older_than_s": (0, 10**8),
     "storage.optimize_interval_s": (1, 10**8),
