@@ -14,7 +14,7 @@ from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK, TurnResult
 from stratamem.core.embedding import load_embedder
 from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.hotindex.lexical import analyze
-from stratamem.core.retrieval.dense_query import dense_text
+from stratamem.core.retrieval.dense_query import dense_text, sample_df
 
 NS = Namespace("chat", "ann-bob")
 T0 = int(dt.datetime(2024, 1, 8, 15, tzinfo=dt.UTC).timestamp() * 1000)
@@ -73,6 +73,15 @@ def test_rare_words_small_stores_and_the_switch_keep_the_query() -> None:
     assert dense_text(q, _df({"ann": 30}), 30, tokens=analyze, share=0) == q
 
 
+def test_the_lancedb_path_counts_whole_words_over_its_sample() -> None:
+    texts = [f"Ann: note {i} / Bob: ok, Annabel said so" for i in range(30)]
+    texts += ["Bob: the pet shop", "Ann's cat"]
+    df, n = sample_df(texts, "What pet did Ann's sister and Bob get?", analyze)
+    assert n == 32
+    assert (df("ann"), df("bob"), df("pet"), df("sister")) == (31, 31, 1, 0)  # not "Annabel"
+    assert dense_text("What pet did Ann get?", df, n, tokens=analyze) == "What pet did get?"
+
+
 def test_a_query_of_common_words_only_is_embedded_as_asked() -> None:
     df = _df({"ann": 30, "bob": 30})
     assert dense_text("Ann and Bob?", df, 30, tokens=analyze) == "Ann and Bob?"
@@ -112,12 +121,18 @@ async def _semantic(home: Path, **overrides: object) -> tuple[dict[str, float], 
     return got, vecs
 
 
-@pytest.mark.parametrize("off", [False, True])
+@pytest.mark.parametrize(
+    ("off", "hot"), [(False, True), (False, False), (True, True)], ids=["hot", "lancedb", "off"]
+)
 async def test_the_speakers_name_is_left_out_of_the_embedded_question(
-    tmp_path: Path, off: bool
+    tmp_path: Path, off: bool, hot: bool
 ) -> None:
+    # the LanceDB path counts the words over a sample of the stored memories, the hot index on
+    # its postings: the same text is embedded on both
     await _ingest(tmp_path)
-    overrides = {"retrieval__dense_common_word_share": 0} if off else {}
+    overrides: dict[str, object] = {"storage__hot_index": hot}
+    if off:
+        overrides["retrieval__dense_common_word_share"] = 0
     got, vecs = await _semantic(tmp_path, **overrides)
     emb = load_embedder({"cache": {"enabled": False}})
     embedded = "What pet did Ann get?" if off else "What pet did get?"

@@ -37,7 +37,8 @@ from stratamem.core.retrieval.candidates import (
     unit,
 )
 from stratamem.core.retrieval.deadline import Deadline
-from stratamem.core.retrieval.dense_query import dense_text
+from stratamem.core.retrieval.dense_query import SAMPLE as DENSE_SAMPLE
+from stratamem.core.retrieval.dense_query import dense_text, sample_df
 from stratamem.core.retrieval.expand import (
     FETCH_LIMIT,
     NEIGHBOUR_WINDOW_MS,
@@ -161,14 +162,26 @@ class _Run:
         )
         return got
 
-    def dense_query_text(self) -> str:
+    async def dense_query_text(self) -> str:
         """The text the query is embedded from: without the words nearly every stored memory
-        holds (retrieval/dense_query.py), counted by the hot traces index; as asked without it."""
+        holds (retrieval/dense_query.py), counted by the hot traces index, else over a sample of
+        the caller's stored memories (the LanceDB path)."""
+        text = self.cq.text
         share = float(self.s("dense_common_word_share"))
-        t = self.hot_table("traces") if share > 0 else None
-        if t is None:
-            return self.cq.text
-        return dense_text(self.cq.text, t.lex.df, t.lex.docs, tokens=analyze, share=share)
+        if share <= 0:
+            return text
+        hot = self.hot_table("traces")
+        if hot is not None:
+            return dense_text(text, hot.lex.df, hot.lex.docs, tokens=analyze, share=share)
+        table = self.table("traces")
+        if table is None:
+            return text
+        rows = await self.dl.run(
+            "dense_sample",
+            lambda: table.query().select(["search_text"]).limit(DENSE_SAMPLE).to_list(),
+        )
+        df, n = sample_df((str(r.get("search_text") or "") for r in rows or ()), text, analyze)
+        return dense_text(text, df, n, tokens=analyze, share=share)
 
     # -- learned tables (skills, experiences, world models): retrieval/learned.py ----------------
     async def tier1(self) -> None:
@@ -352,7 +365,7 @@ class _Run:
         self.rewrites = rewrite.queries
         self.cq = widen(self.cq, self.rewrites)
         if emb is not None:
-            text = self.dense_query_text()
+            text = await self.dense_query_text()
             self.qvec = await self.dl.run("embed", lambda: _embed(emb, text))
             if self.rewrites and self.qvec is not None:  # the rewrites' meaning joins the query's
                 extra = "\n".join(self.rewrites)
