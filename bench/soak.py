@@ -51,6 +51,9 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
         "backlog": len(core.journal.pending),
         "journal_rows": int(core.db.query("SELECT count(*) FROM journal")[0][0]),
         "rss_mb": rss_mb(),
+        # what malloc_trim (maintenance runs it every storage.malloc_trim_interval_s) would give
+        # back right now: RSS above this is free memory the allocator keeps between trims
+        "rss_trimmed_mb": _rss_after_trim(),
         "hot_mb": hot["total"],
         "hot_vectors_mb": hot["vectors"],
         "hot_rows": hot_rows,
@@ -67,6 +70,13 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
         "py_blocks": native.python_blocks(),
         "py_heap": native.python_arenas_mb(),
     }
+
+
+def _rss_after_trim() -> float:
+    from stratamem.core.storage import allocator
+
+    allocator.trim()
+    return rss_mb()
 
 
 def _slope(points: list[tuple[float, float]]) -> float:
@@ -89,6 +99,7 @@ def memory_summary(curve: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
         return {}
     keys = {
         "rss": "rss_mb",
+        "rss_trimmed": "rss_trimmed_mb",
         "hot_index": "hot_mb",
         "lance_cache": "lance_cache_mb",
         "embed_cache": "embed_cache_mb",
