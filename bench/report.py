@@ -846,6 +846,12 @@ def _soak_summary(so: dict[str, Any]) -> list[str]:
                 "MB, bounded by `storage.hot_index_max_mb`): "
                 f"{mem['rss_minus_hot_per_10k_mb']:+} MB → **{mem['verdict_rss_minus_hot']}**.",
             ]
+        if "rss_trimmed_minus_hot_per_10k_mb" in mem:
+            out += [
+                "- RSS sampled right after a `malloc_trim` (what the allocator keeps free between "
+                f"maintenance's trims left out): {mem['rss_trimmed_per_10k_mb']:+} MB per 10k "
+                f"turns, minus the hot index's data {mem['rss_trimmed_minus_hot_per_10k_mb']:+} MB.",
+            ]
         if mem.get("regions_mb"):
             grown = ", ".join(f"{k} {v:+}" for k, v in mem["regions_mb"].items())
             out += [f"- **Where RSS went** (MB, warm-up → last sample; bench/native.py): {grown}."]
