@@ -444,8 +444,17 @@ async def run_locomo(
             "stay the figure that counts."
         )
     else:
+        eff = {**llm_overrides, **(overrides or {})}
+        on = [
+            name
+            for name, key in (
+                ("LLM query rewriting", "retrieval__llm_query_rewrite"),
+                ("the LLM relevance filter", "retrieval__llm_filter_enabled"),
+            )
+            if eff.get(key, True)
+        ]
         notes.append(
-            "LLM paths: `+llm` rows ran with LLM query rewriting and the LLM relevance filter on, "
+            f"LLM paths: `+llm` rows ran with {' and '.join(on) or 'no LLM path'} on, "
             f"against {llm_overrides.get('llm__endpoint')}, model "
             f"`{llm_overrides.get('llm__model')}` (against a scripted stub they measure plumbing, "
             "not quality)."

@@ -132,6 +132,7 @@ async def test_the_harness_runs_end_to_end_with_the_llm_rows_over_a_scripted_ser
     assert any(m.startswith(REWRITE_TASK) for m in systems_sent)  # and query rewriting did too
     assert any(m.startswith(FILTER_TASK) for m in systems_sent)
     assert "stub" in " ".join(res["notes"])
+    assert "LLM query rewriting and the LLM relevance filter on" in " ".join(res["notes"])
     assert "search+llm" in render(res)
     # the filter kept at most the one memory the scripted model selected, per question
     assert systems["search+llm"]["all"]["R@10"] <= systems["search"]["all"]["R@10"]
