@@ -10,11 +10,10 @@ more: malloc's own mappings above its mmap threshold, Rust/Arrow allocations), `
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import sys
-from functools import cache
 from typing import Any
+
+from stratamem.core.storage import allocator
 
 _ARENA_ALIGN = 64 << 20  # glibc HEAP_MAX_SIZE on 64-bit
 _MB = 1 << 20
@@ -68,49 +67,18 @@ def smaps_regions(path: str = "/proc/self/smaps") -> dict[str, float]:
     return res
 
 
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [
-        (f, ctypes.c_size_t)
-        for f in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
-
-
-@cache
-def _mallinfo2() -> Any | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        fn = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallinfo2
-    except (OSError, AttributeError):
-        return None
-    fn.restype = _MallInfo2
-    return fn
-
-
 def malloc_mb() -> dict[str, float]:
     """glibc malloc: bytes in use in the arenas, in its own mappings (``mmapped``), and free
     space kept in the arenas (``free``: fragmentation when it grows), in MB."""
-    fn = _mallinfo2()
-    if fn is None:
+    info = allocator.mallinfo2()
+    if info is None:
         return {}
-    info = fn()
     return {
-        "in_use": round(info.uordblks / _MB, 2),
-        "mmapped": round(info.hblkhd / _MB, 2),
-        "n_mmapped": int(info.hblks),
-        "free": round(info.fordblks / _MB, 2),
-        "arena_total": round(info.arena / _MB, 2),
+        "in_use": round(info["uordblks"] / _MB, 2),
+        "mmapped": round(info["hblkhd"] / _MB, 2),
+        "n_mmapped": info["hblks"],
+        "free": round(info["fordblks"] / _MB, 2),
+        "arena_total": round(info["arena"] / _MB, 2),
     }
 
 

@@ -46,3 +46,18 @@ def test_smaps_regions_add_up_to_this_process_rss() -> None:
     total = sum(regions[k] for k in kinds)
     rollup = Path("/proc/self/smaps_rollup").read_text().split("Rss:")[1].split()[0]
     assert abs(total - int(rollup) / 1024) < 0.05 * total + 2
+
+
+def test_malloc_figures_follow_a_live_native_allocation() -> None:
+    """glibc's counters (shared with the core's allocator module) see a 64 MB buffer come and go."""
+    from bench.native import malloc_mb
+
+    before = malloc_mb()
+    if not before:
+        pytest.skip("not glibc")
+    buf = bytearray(64 << 20)
+    during = malloc_mb()
+    del buf
+    after = malloc_mb()
+    assert during["in_use"] + during["mmapped"] - before["in_use"] - before["mmapped"] >= 60
+    assert after["in_use"] + after["mmapped"] < during["in_use"] + during["mmapped"] - 60

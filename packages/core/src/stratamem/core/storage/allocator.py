@@ -88,30 +88,31 @@ def trim() -> bool:
     return bool(libc.malloc_trim(0)) if libc is not None else False
 
 
-def malloc_in_use() -> int | None:
-    """Bytes glibc malloc has handed out and not had back (``mallinfo2().uordblks``), or None."""
+#: glibc's ``struct mallinfo2``, field by field (all ``size_t``)
+_MALLINFO2_FIELDS = (
+    "arena",
+    "ordblks",
+    "smblks",
+    "hblks",
+    "hblkhd",
+    "usmblks",
+    "fsmblks",
+    "uordblks",
+    "fordblks",
+    "keepcost",
+)
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_size_t) for f in _MALLINFO2_FIELDS]
+
+
+def mallinfo2() -> dict[str, int] | None:
+    """glibc ``mallinfo2()`` as a dict of its fields (bytes and counts), or None off glibc."""
     libc = _libc()
     fn = getattr(libc, "mallinfo2", None) if libc is not None else None
     if fn is None:
         return None
-
-    class _MallInfo2(ctypes.Structure):
-        _fields_ = [
-            (f, ctypes.c_size_t)
-            for f in (
-                "arena",
-                "ordblks",
-                "smblks",
-                "hblks",
-                "hblkhd",
-                "usmblks",
-                "fsmblks",
-                "uordblks",
-                "fordblks",
-                "keepcost",
-            )
-        ]
-
     fn.restype = _MallInfo2
     info = fn()
-    return int(info.uordblks + info.hblkhd)
+    return {name: int(getattr(info, name)) for name in _MALLINFO2_FIELDS}
