@@ -28,17 +28,21 @@ TOKENS = {
     "owner-token": ("*",),
 }
 BETA_TOKEN = {"Authorization": "Bearer beta-only"}
-SECRETS = {"alpha/pa": b"4711", "alpha/pb": b"3386", "beta/pb": b"9922"}
+#: words no port, timestamp, count or id can spell (bare 4-digit codes matched a random port or a
+#: millisecond timestamp in a response about once in a few hundred runs)
+SECRETS = {"alpha/pa": b"kestrel4711", "alpha/pb": b"osprey3386", "beta/pb": b"heron9922"}
 
 
 async def _three_namespaces(core: Any) -> dict[str, str]:
     """One turn per namespace (two for beta); the trace id of each namespace's first turn."""
     ids = {
-        "alpha/pa": await turn(core, "sa", "alpha: the vault code is 4711", "Noted.", ALPHA),
-        "alpha/pb": await turn(core, "sab", "alpha pb: the locker code is 3386", "Ok.", ALPHA_B),
-        "beta/pb": await turn(core, "sb", "beta: the gate code is 9922", "Sure.", BETA),
+        "alpha/pa": await turn(core, "sa", "alpha: the vault code is kestrel4711", "Noted.", ALPHA),
+        "alpha/pb": await turn(
+            core, "sab", "alpha pb: the locker code is osprey3386", "Ok.", ALPHA_B
+        ),
+        "beta/pb": await turn(core, "sb", "beta: the gate code is heron9922", "Sure.", BETA),
     }
-    await turn(core, "sb", "beta again: the gate code 9922 still holds", "Right.", BETA)
+    await turn(core, "sb", "beta again: the gate code heron9922 still holds", "Right.", BETA)
     for ns in (ALPHA, BETA):  # a recall measured in each namespace (recall latency samples)
         await core.search(RetrievalQuery(agent="t", query="code", namespace=ns))
     return ids
@@ -90,7 +94,7 @@ async def test_a_scoped_token_sees_its_namespace_in_every_listing_and_metric_and
             assert got.status == 200, (path, got.status, got.body[:200])
             assert _leaks(got.body, allowed="beta/pb") == [], path
             assert not _names_alpha(got.body), path
-        assert b"9922" in (await get("api/traces")).body
+        assert b"heron9922" in (await get("api/traces")).body
 
         metrics = (await get("api/metrics")).json()
         assert metrics["memory_growth"][-1]["total"] == 2  # beta's two traces, not all four
@@ -103,10 +107,10 @@ async def test_a_scoped_token_sees_its_namespace_in_every_listing_and_metric_and
             "api/retrieval/preview?q=vault&namespace=alpha/pa",
         ):
             got = await get(path)
-            assert got.status == 403 and b"4711" not in got.body, path
+            assert got.status == 403 and b"kestrel4711" not in got.body, path
         for path in (f"api/traces/{ids['alpha/pa']}", f"api/episodes/{eps['alpha/pa']}"):
             got = await get(path)
-            assert got.status == 404 and b"4711" not in got.body, path
+            assert got.status == 404 and b"kestrel4711" not in got.body, path
         alpha_trace = f"api/traces/{ids['alpha/pa']}"
         patch = await call(
             viewer.url + alpha_trace, "PATCH", {"summary": "beta was here"}, headers=BETA_TOKEN
@@ -121,7 +125,7 @@ async def test_a_scoped_token_sees_its_namespace_in_every_listing_and_metric_and
         )
         assert feedback.status == 404
         alpha = (await call(viewer.url + alpha_trace)).json()  # the owner (loopback) sees it intact
-        assert "4711" in alpha["user_text"] and alpha["summary"] != "beta was here"
+        assert "kestrel4711" in alpha["user_text"] and alpha["summary"] != "beta was here"
 
         # its own rows: readable and writable
         own = await call(
@@ -148,7 +152,9 @@ async def test_a_scoped_token_sees_its_namespace_in_every_listing_and_metric_and
 
 async def test_a_scoped_event_stream_carries_its_namespaces_events_only(tmp_path: Path) -> None:
     async with running_viewer(tmp_path, tokens=TOKENS) as (core, viewer):
-        await turn(core, "sa0", "alpha before: code 4711", "Noted.", ALPHA)  # in the replay ring
+        await turn(
+            core, "sa0", "alpha before: code kestrel4711", "Noted.", ALPHA
+        )  # in the replay ring
         reader, writer = await asyncio.open_connection(viewer.host, viewer.port)
         writer.write(
             b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer beta-only\r\n\r\n"
@@ -156,8 +162,8 @@ async def test_a_scoped_event_stream_carries_its_namespaces_events_only(tmp_path
         await writer.drain()
         assert b"text/event-stream" in await reader.readuntil(b"\r\n\r\n")
         await reader.readuntil(b"event: hello")
-        await turn(core, "sa", "alpha: the vault code is 4711", "Noted.", ALPHA)
-        beta_trace = await turn(core, "sb", "beta: the gate code is 9922", "Sure.", BETA)
+        await turn(core, "sa", "alpha: the vault code is kestrel4711", "Noted.", ALPHA)
+        beta_trace = await turn(core, "sb", "beta: the gate code is heron9922", "Sure.", BETA)
         seen = b""
         async with asyncio.timeout(30):
             while beta_trace.encode() not in seen:
@@ -188,7 +194,7 @@ async def test_the_owner_sees_every_namespace_or_the_one_it_names(tmp_path: Path
         assert one["memory_growth"][-1]["total"] == 1
         assert {s["namespace"] for s in one["recall_latency"]} == {"alpha/pa"}
         only = await call(viewer.url + "api/traces?namespace=alpha/pb")
-        assert _leaks(only.body, allowed="alpha/pb") == [] and b"3386" in only.body
+        assert _leaks(only.body, allowed="alpha/pb") == [] and b"osprey3386" in only.body
         paged = (await call(viewer.url + "api/namespaces?limit=1&offset=1")).json()
         assert paged["total"] == 3 and len(paged["items"]) == 1
         # a second profile of the same kind is another namespace: its token sees only its own
