@@ -265,7 +265,8 @@ DEFAULTS: dict[str, Any] = {
         "present_recency_weight": 0.6,
         #: the query is embedded without the words at least this share of the stored memories
         #: holds (a speaker's name in every memory of a conversation); BM25 already gives them
-        #: ~no weight (retrieval/dense_query.py; hot index only; 0 turns it off)
+        #: ~no weight (retrieval/dense_query.py: counted on the hot index, else over a sample of the
+        #: caller's memories on the LanceDB path; 0 turns it off)
         "dense_common_word_share": 0.8,
     },
     "storage": {
