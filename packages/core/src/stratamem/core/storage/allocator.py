@@ -16,6 +16,10 @@ RSS grew ~30; the rest was native memory kept by allocators, not live data:
   over 100k scores 3x slower), hence 1 MB: the hot path's per-query arrays stay below it.
 
 All of it is best-effort and silent off glibc/Linux; each knob is a ``storage.*`` key.
+
+The process has a ``jemalloc_bg_thd`` thread even with the system pool: ``import pyarrow`` starts it
+(libarrow bundles jemalloc with its background purge thread on). With no Arrow buffer in jemalloc it
+holds only jemalloc's own metadata.
 """
 
 from __future__ import annotations
