@@ -37,8 +37,7 @@ from stratamem.core.retrieval.candidates import (
     unit,
 )
 from stratamem.core.retrieval.deadline import Deadline
-from stratamem.core.retrieval.dense_query import SAMPLE as DENSE_SAMPLE
-from stratamem.core.retrieval.dense_query import dense_text, sample_df
+from stratamem.core.retrieval.dense_query import dense_text, read_sample, sample_df
 from stratamem.core.retrieval.expand import (
     FETCH_LIMIT,
     NEIGHBOUR_WINDOW_MS,
@@ -176,11 +175,11 @@ class _Run:
         table = self.table("traces")
         if table is None:
             return text
-        rows = await self.dl.run(
-            "dense_sample",
-            lambda: table.query().select(["search_text"]).limit(DENSE_SAMPLE).to_list(),
-        )
-        df, n = sample_df((str(r.get("search_text") or "") for r in rows or ()), text, analyze)
+        # read once per table version and scope, then reused (dense_query.SampleCache)
+        sample = await self.dl.run("dense_sample", lambda: read_sample(table, self.ctx.store))
+        if sample is None:
+            return text
+        df, n = sample_df(sample, text, analyze)
         return dense_text(text, df, n, tokens=analyze, share=share)
 
     # -- learned tables (skills, experiences, world models): retrieval/learned.py ----------------

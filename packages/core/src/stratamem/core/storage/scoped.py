@@ -73,6 +73,11 @@ class ScopedTable:
         flt = self.scope.where_and(where)
         return int(await self._table.count_rows(None if flt == "true" else flt))
 
+    async def version(self) -> int:
+        """The table's current version (LanceDB commits one per write, delete or optimize): no
+        rows, so no scope; what a read cached for it is keyed by (retrieval/dense_query.py)."""
+        return int(await self._table.version())
+
     async def list_indices(self) -> Any:
         """Index metadata (names and columns, no rows)."""
         return await self._table.list_indices()
