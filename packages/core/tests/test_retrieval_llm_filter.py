@@ -5,9 +5,11 @@ without an LLM the ranking is untouched."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +89,7 @@ def _query(retries: int | None = None, deadline_ms: int | None = None) -> Retrie
     )
 
 
-def _core(tmp_path: Path, server: StubOpenAIServer | None) -> Any:
+def _core(tmp_path: Path, server: StubOpenAIServer | None, **settings: Any) -> Any:
     llm: dict[str, Any] = {"llm__provider": ""}
     if server is not None:
         llm = {
@@ -97,22 +99,33 @@ def _core(tmp_path: Path, server: StubOpenAIServer | None) -> Any:
             "llm__max_retries": 0,
             "llm__fallback_to_host": False,
         }
-    return open_core(tmp_path, embedding__provider="none", **llm)
+    return open_core(tmp_path, embedding__provider="none", **llm, **settings)
+
+
+@contextlib.asynccontextmanager
+async def _filtered(
+    tmp_path: Path, *, seed: bool = True, **settings: Any
+) -> AsyncIterator[tuple[Any, FilterScript]]:
+    """A real LocalCore whose LLM is the loopback OpenAI-compatible stub answering from a
+    ``FilterScript`` (``settings``: more config overrides), seeded with the ``WORDS`` memories."""
+    script = FilterScript()
+    with StubOpenAIServer() as server:
+        server.handler = script
+        async with _core(tmp_path, server, **settings) as core:
+            if seed:
+                await _seed(core)
+            yield core, script
 
 
 async def test_the_models_selection_is_kept_in_its_order_up_to_the_asked_top_k(
     tmp_path: Path,
 ) -> None:
     # a search that asks for 7 hits keeps all 5 the model selected, not llm_filter_max_keep (4)
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with _core(tmp_path, server) as core:
-            await _seed(core)
-            script.answers.append(
-                StubAnswer(content=json.dumps({"selected": [6, 2, 5, 1, 3], "sufficient": True}))
-            )
-            got = await core.search(_query())
+    async with _filtered(tmp_path) as (core, script):
+        script.answers.append(
+            StubAnswer(content=json.dumps({"selected": [6, 2, 5, 1, 3], "sufficient": True}))
+        )
+        got = await core.search(_query())
     assert len(script.calls) == 1
     call = script.calls[0]
     shown = candidates(call)
@@ -123,41 +136,30 @@ async def test_the_models_selection_is_kept_in_its_order_up_to_the_asked_top_k(
 
 
 async def test_without_an_asked_top_k_the_selection_is_capped_at_max_keep(tmp_path: Path) -> None:
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with _core(tmp_path, server) as core:
-            await _seed(core)
-            script.answers.append(StubAnswer(content=json.dumps({"selected": [5, 2, 4, 1, 3]})))
-            got = await core.search(RetrievalQuery(agent="hermes", query=QUERY, namespace=NS))
+    async with _filtered(tmp_path) as (core, script):
+        script.answers.append(StubAnswer(content=json.dumps({"selected": [5, 2, 4, 1, 3]})))
+        got = await core.search(RetrievalQuery(agent="hermes", query=QUERY, namespace=NS))
     shown = candidates(script.calls[0])
     assert len(shown) == 5  # tier2_top_k
     assert [word_of(h.snippet) for h in got.hits] == [shown[i] for i in (5, 2, 4, 1)]
 
 
 async def test_an_empty_selection_keeps_nothing(tmp_path: Path) -> None:
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with _core(tmp_path, server) as core:
-            await _seed(core)
-            script.answers.append(StubAnswer(content=json.dumps({"selected": [], "ranked": []})))
-            got = await core.search(_query())
+    async with _filtered(tmp_path) as (core, script):
+        script.answers.append(StubAnswer(content=json.dumps({"selected": [], "ranked": []})))
+        got = await core.search(_query())
     assert got.hits == () and got.injected_context == ""
 
 
 async def test_malformed_json_with_zero_retries_makes_one_call_then_keeps_the_safe_cutoff(
     tmp_path: Path,
 ) -> None:
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with _core(tmp_path, None) as plain:
-            await _seed(plain)
-            unfiltered = await plain.search(_query())
-        async with _core(tmp_path, server) as core:
-            script.answers.append(StubAnswer(content="sure, the first ones look relevant"))
-            got = await core.search(_query(retries=0))
+    async with _core(tmp_path, None) as plain:
+        await _seed(plain)
+        unfiltered = await plain.search(_query())
+    async with _filtered(tmp_path, seed=False) as (core, script):  # the same home, the same rows
+        script.answers.append(StubAnswer(content="sure, the first ones look relevant"))
+        got = await core.search(_query(retries=0))
     assert len(script.calls) == 1
     top = unfiltered.hits[0].score
     eligible = {h.ref_id for h in unfiltered.hits if h.score >= 0.7 * top}
@@ -170,16 +172,12 @@ async def test_malformed_json_with_zero_retries_makes_one_call_then_keeps_the_sa
 async def test_malformed_then_valid_with_one_retry_uses_the_second_answer(
     tmp_path: Path,
 ) -> None:
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with _core(tmp_path, server) as core:
-            await _seed(core)
-            script.answers += [
-                StubAnswer(content='{"selected": "three"}'),
-                StubAnswer(content=json.dumps({"ranked": [7, 4]})),
-            ]
-            got = await core.search(_query(retries=1))
+    async with _filtered(tmp_path) as (core, script):
+        script.answers += [
+            StubAnswer(content='{"selected": "three"}'),
+            StubAnswer(content=json.dumps({"ranked": [7, 4]})),
+        ]
+        got = await core.search(_query(retries=1))
     assert len(script.calls) == 2
     shown = candidates(script.calls[0])
     assert [word_of(h.snippet) for h in got.hits] == [shown[7], shown[4]]
@@ -188,13 +186,9 @@ async def test_malformed_then_valid_with_one_retry_uses_the_second_answer(
 
 
 async def test_the_default_is_one_retry_when_the_query_does_not_say(tmp_path: Path) -> None:
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with _core(tmp_path, server) as core:
-            await _seed(core)
-            script.answers += [StubAnswer(content="nope"), StubAnswer(content="still nope")]
-            got = await core.search(_query())
+    async with _filtered(tmp_path) as (core, script):
+        script.answers += [StubAnswer(content="nope"), StubAnswer(content="still nope")]
+        got = await core.search(_query())
     assert len(script.calls) == 2
     assert 1 <= len(got.hits) <= 7
 
@@ -202,17 +196,13 @@ async def test_the_default_is_one_retry_when_the_query_does_not_say(tmp_path: Pa
 async def test_a_slow_model_falls_back_to_the_safe_cutoff_within_the_deadline(
     tmp_path: Path,
 ) -> None:
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with _core(tmp_path, server) as core:
-            await _seed(core)
-            await core.search(_query())  # warm up (journal applied, tables open)
-            script.calls.clear()
-            script.answers.append(StubAnswer(content=json.dumps({"selected": [1]}), delay_s=30))
-            t0 = time.monotonic()
-            got = await core.search(_query(deadline_ms=1500))
-            took = time.monotonic() - t0
+    async with _filtered(tmp_path) as (core, script):
+        await core.search(_query())  # warm up (journal applied, tables open)
+        script.calls.clear()
+        script.answers.append(StubAnswer(content=json.dumps({"selected": [1]}), delay_s=30))
+        t0 = time.monotonic()
+        got = await core.search(_query(deadline_ms=1500))
+        took = time.monotonic() - t0
     assert len(script.calls) == 1
     # generous: the point is that recall did not wait for the model's 30 s answer
     assert took < 12
@@ -225,15 +215,11 @@ async def test_a_model_stopped_by_the_clients_own_timeout_is_reported_as_cut_off
     """The per-call cap (2 s) fires inside the HTTP client long before the 30 s deadline: that is
     a time-out like the deadline's own, so the result is marked cut off (it used to pass as a
     plain provider failure, which made the deadline test flaky when both timers ended together)."""
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with _core(tmp_path, server) as core:
-            await _seed(core)
-            await core.search(_query())
-            script.calls.clear()
-            script.answers.append(StubAnswer(content=json.dumps({"selected": [1]}), delay_s=6))
-            got = await core.search(_query(deadline_ms=30_000))
+    async with _filtered(tmp_path) as (core, script):
+        await core.search(_query())
+        script.calls.clear()
+        script.answers.append(StubAnswer(content=json.dumps({"selected": [1]}), delay_s=6))
+        got = await core.search(_query(deadline_ms=30_000))
     assert len(script.calls) == 1
     assert got.cut_off
     assert 1 <= len(got.hits) <= 7  # the safe cut-off, not the model's late answer
@@ -244,22 +230,9 @@ async def test_the_call_cap_is_a_setting_so_a_slower_model_is_waited_for(
 ) -> None:
     """``llm_filter_timeout_ms`` (default 2000) lets a local CPU model that needs seconds decide;
     with the cap fixed at 2 s its selection was always replaced by the safe cut-off."""
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with open_core(
-            tmp_path,
-            embedding__provider="none",
-            llm__provider="openai_compatible",
-            llm__endpoint=server.url,
-            llm__model="stub",
-            llm__max_retries=0,
-            llm__fallback_to_host=False,
-            retrieval__llm_filter_timeout_ms=30_000,
-        ) as core:
-            await _seed(core)
-            script.answers.append(StubAnswer(content=json.dumps({"selected": [3]}), delay_s=3))
-            got = await core.search(_query(deadline_ms=120_000))
+    async with _filtered(tmp_path, retrieval__llm_filter_timeout_ms=30_000) as (core, script):
+        script.answers.append(StubAnswer(content=json.dumps({"selected": [3]}), delay_s=3))
+        got = await core.search(_query(deadline_ms=120_000))
     shown = candidates(script.calls[0])
     assert not got.cut_off
     assert [word_of(h.snippet) for h in got.hits] == [shown[3]]
@@ -276,22 +249,18 @@ async def test_without_an_llm_the_ranking_passes_through_unchanged(tmp_path: Pat
 
 
 async def test_turn_start_passes_the_callers_retry_budget_to_the_filter(tmp_path: Path) -> None:
-    script = FilterScript()
-    with StubOpenAIServer() as server:
-        server.handler = script
-        async with _core(tmp_path, server) as core:
-            await _seed(core)
-            script.answers += [StubAnswer(content="not json"), StubAnswer(content="not json")]
-            await core.turn_start(
-                TurnInput(
-                    agent="hermes",
-                    session_id="s-new",
-                    user_text="What is on the staging deploy checklist?",
-                    ts=now(),
-                    namespace=NS,
-                    llm_filter_malformed_retries=0,
-                )
+    async with _filtered(tmp_path) as (core, script):
+        script.answers += [StubAnswer(content="not json"), StubAnswer(content="not json")]
+        await core.turn_start(
+            TurnInput(
+                agent="hermes",
+                session_id="s-new",
+                user_text="What is on the staging deploy checklist?",
+                ts=now(),
+                namespace=NS,
+                llm_filter_malformed_retries=0,
             )
+        )
     assert len(script.calls) == 1
 
 
