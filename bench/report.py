@@ -813,6 +813,10 @@ def render(res: dict[str, Any]) -> str:
             + f". turn_start on this set: median {q['turn_start_ms_default']['median']} ms, "
             f"p95 {q['turn_start_ms_default']['p95']} ms.",
         ]
+    if res.get("dense_sample"):
+        from bench.dense_sample import render as render_dense_sample
+
+        lines += render_dense_sample(res["dense_sample"])
     if res.get("locomo"):
         from bench.locomo import render as render_locomo
 

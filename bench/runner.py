@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine
-from bench.sizes import ANN_PHASE_MIN_ROWS, SECTIONS, SERVED_ONLY_MIN_ROWS, SIZES, Size
+from bench.sizes import (
+    ANN_PHASE_MIN_ROWS,
+    DENSE_SAMPLE_ROWS,
+    SECTIONS,
+    SERVED_ONLY_MIN_ROWS,
+    SIZES,
+    Size,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,7 +112,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     # an uncached embedder: every query embedding in the figures is a real forward pass
     embedder = load_embedder({"cache": {"enabled": False}})
     corpus = None
-    if {"scaling", "grpc"} & set(only):
+    if {"scaling", "grpc", "dense_sample"} & set(only):
         from bench.corpus import build_corpus
 
         corpus = build_corpus(embedder, args.seed)
@@ -136,6 +143,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "anchors": len(corpus.texts),
             "sizes": sizes,
         }
+    if "dense_sample" in only:
+        from bench.dense_sample import run_dense_sample
+
+        assert corpus is not None
+        n = int(args.rows.split(",")[0]) if args.rows else DENSE_SAMPLE_ROWS
+        _log(f"dense_sample: {n:,} traces, LanceDB path")
+        ds = await run_dense_sample(corpus, embedder, n, size.queries, size.warmup, args.seed)
+        res["dense_sample"] = ds
+        _log(
+            "dense_sample: cached / per-query median ratio: sample stage "
+            f"{ds['sample_stage_ratio_cached_vs_per_query']}, retrieval without the embed "
+            f"{ds['retrieval_no_embed_ratio_cached_vs_per_query']}"
+        )
     if "capture" in only:
         from bench.capture import run_capture
 

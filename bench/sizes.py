@@ -51,4 +51,15 @@ ANN_PHASE_MIN_ROWS = 10_000
 #: numpy, LanceDB flat): no seed-design copy, no LanceDB IVF phase, no footprint processes — each
 #: would hold another copy of 1M vectors on a 2-core, 24 GB machine shared with others
 SERVED_ONLY_MIN_ROWS = 1_000_000
-SECTIONS = ("scaling", "capture", "grpc", "soak", "quality", "locomo", "startup")
+SECTIONS = (
+    "scaling",
+    "dense_sample",
+    "capture",
+    "grpc",
+    "soak",
+    "quality",
+    "locomo",
+    "startup",
+)
+#: traces in the ``dense_sample`` section (the LanceDB path's dense-query sample, cached or not)
+DENSE_SAMPLE_ROWS = 10_000
