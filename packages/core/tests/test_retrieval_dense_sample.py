@@ -14,8 +14,9 @@ import pytest
 
 from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK, TurnResult
 from stratamem.core.engine.assemble import open_local_core
+from stratamem.core.hotindex.lexical import analyze
 from stratamem.core.local import LocalCore
-from stratamem.core.retrieval.dense_query import SampleCache, cache_for
+from stratamem.core.retrieval.dense_query import Sample, SampleCache, cache_for, sample_df
 from stratamem.core.retrieval.engine import RetrievalContext, _Run
 from stratamem.core.storage.ownership import Scope
 
@@ -146,3 +147,26 @@ async def test_two_namespaces_never_share_a_cached_sample(core: LocalCore) -> No
         assert await _dense(core, ALICE) == STRIPPED
         assert await _dense(core, BOB) == QUESTION
     assert cache.reads == reads + 2
+
+
+def test_the_cache_keeps_the_most_recently_used_scopes_up_to_its_bound() -> None:
+    cache = SampleCache(scopes=2)
+    a, b, c = (("traces", w) for w in ("scope-a", "scope-b", "scope-c"))
+    for key in (a, b):
+        cache.put(key, 1, Sample.of([key[1]]))
+    assert cache.get(a, 1) is not None  # a is now the most recent: b goes first
+    assert cache.get(a, 2) is None  # another version of the table: not this sample
+    cache.put(c, 1, Sample.of(["c"]))
+    assert cache.get(b, 1) is None
+    assert cache.get(a, 1) is not None and cache.get(c, 1) is not None
+
+
+def test_a_prepared_sample_counts_as_the_texts_do() -> None:
+    texts = ["Ann: the pet shop", "Bob's cat and Ann", "", "annabel"]
+    query = "What pet did Ann's sister get?"
+    df_texts, n_texts = sample_df(texts, query, analyze)
+    df_sample, n_sample = sample_df(Sample.of(texts), query, analyze)
+    assert n_texts == n_sample == 4
+    for tok in analyze(query):
+        assert df_texts(tok) == df_sample(tok)
+    assert (df_sample("ann"), df_sample("pet")) == (2, 1)

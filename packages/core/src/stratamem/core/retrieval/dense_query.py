@@ -28,7 +28,7 @@ MIN_MEMORIES = 20
 #: the LanceDB path (no hot index to count on) estimates the shares over this many of the
 #: caller's stored memories: a speaker named in every memory is in every sample
 SAMPLE = 256
-#: visibility scopes whose sample is kept (``SampleCache``; LRU, ~100 KB each at 256 memories)
+#: visibility scopes whose sample is kept (``SampleCache``; LRU, 40-100 KB each at 256 memories)
 SAMPLE_SCOPES = 32
 #: a word with its apostrophe forms ("Caroline's"): dropped or kept whole
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
