@@ -2,7 +2,8 @@
 
 Each channel returns ``[(row, score)]`` best first: ``vector`` (cosine), ``fts`` (native BM25, OR
 semantics, stop words removed), ``pattern`` (idf-weighted share of query terms), ``structural``
-(error-signature substrings) and ``exact_identifier``.
+(error-signature substrings) and ``exact_identifier``. Table rows come as ``storage.read`` gives
+them: vectors as float32 numpy arrays, not lists of Python floats.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from stratamem.core.retrieval.text import (
     term_in,
     weighted_match,
 )
+from stratamem.core.storage.read import rows_of
 
 Row = dict[str, Any]
 Scored = list[tuple[Row, float]]
@@ -64,12 +66,12 @@ async def table_vector(
     if ann:
         fetch = limit * POSTFILTER_OVERFETCH
         q = base().ef(ann_ef(store, fetch)).where(flt).postfilter().limit(fetch)
-        rows = (await q.to_list())[:limit]
+        rows = (await rows_of(q))[:limit]
     if len(rows) < limit:
         q = base()
         if ann:
             q = q.ef(ann_ef(store, limit))
-        rows = await q.where(flt).limit(limit).to_list()
+        rows = await rows_of(q.where(flt).limit(limit))
     return [(r, 1.0 - float(r["_distance"])) for r in rows]
 
 
@@ -89,9 +91,7 @@ async def table_fts(table: Any, text: str, where: str, limit: int) -> Scored:
         return []
     match = MatchQuery(text, "search_text", operator=FullTextOperator.OR)  # type: ignore[call-arg]
     try:
-        rows: list[Row] = (
-            await table.query().nearest_to_text(match).where(where).limit(limit).to_list()
-        )
+        rows = await rows_of(table.query().nearest_to_text(match).where(where).limit(limit))
     except ValueError as exc:
         if "INVERTED index" in str(exc) or "full text search" in str(exc).lower():
             return []
@@ -156,7 +156,7 @@ async def table_pattern(
     if not fetch:
         return []
     ors = " OR ".join(f"lower(search_text) LIKE {like(t)}" for t in fetch)
-    rows: list[Row] = await table.query().where(f"({where}) AND ({ors})").limit(limit * 4).to_list()
+    rows = await rows_of(table.query().where(f"({where}) AND ({ors})").limit(limit * 4))
     scored = [(r, weighted_match(terms, weights, text_of(r))) for r in rows]
     scored = [(r, s) for r, s in scored if s > 0]
     scored.sort(key=lambda rs: -rs[1])
@@ -168,11 +168,10 @@ async def table_substring(table: Any, needles: Sequence[str], where: str, limit:
     out: Scored = []
     seen: set[str] = set()
     for idx, needle in enumerate(needles):
-        rows: list[Row] = (
-            await table.query()
+        rows = await rows_of(
+            table.query()
             .where(f"({where}) AND lower(search_text) LIKE {like(needle)}")
             .limit(limit)
-            .to_list()
         )
         for r in rows:
             if r["id"] not in seen:

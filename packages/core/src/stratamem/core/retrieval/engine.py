@@ -39,13 +39,12 @@ from stratamem.core.retrieval.candidates import (
 from stratamem.core.retrieval.deadline import Deadline
 from stratamem.core.retrieval.dense_query import dense_text, read_sample, sample_df
 from stratamem.core.retrieval.expand import (
-    FETCH_LIMIT,
     NEIGHBOUR_WINDOW_MS,
+    NearRows,
     Span,
     expand_pool,
     hot_rows_in_spans,
     in_spans,
-    spans_where,
 )
 from stratamem.core.retrieval.filters import TraceFilter, visible_context
 from stratamem.core.retrieval.floor import floor_traces
@@ -296,22 +295,27 @@ class _Run:
             if hot is not None:
                 return hot_rows_in_spans(hot, hc.trace_mask(hot, flt), spans)
             table = self.table("traces")
-            if table is None or not spans:
+            if table is None:
                 return []
-            where = f"({flt.where()}) AND ({spans_where(spans)})"
-            got = await self.dl.run(
-                stage, lambda: table.query().where(where).limit(FETCH_LIMIT).to_list()
-            )
-            return list(got or [])
+            return await lance_tiers.rows_in_spans(table, flt.where(), spans, self.dl, stage)
 
-        near_rows = None
+        near_rows: NearRows | None = None
         hot = self.hot_table("traces")
+        table = self.table("traces")
         if hot is not None:  # the seeds' session neighbours straight from the hot index
 
             def near_rows(seeds: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 assert hot is not None
                 return hc.session_neighbours(
                     hot, hc.trace_mask(hot, flt), seeds, NEIGHBOUR_WINDOW_MS
+                )
+
+        elif table is not None:  # LanceDB: their places first, whole rows for new ones only
+
+            async def near_rows(seeds: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+                assert table is not None
+                return await lance_tiers.session_neighbours(
+                    table, flt.where(), seeds, pool.items, self.dl
                 )
 
         said = "\n".join([self.cq.text, *self.rewrites])

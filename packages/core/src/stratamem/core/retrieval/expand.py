@@ -11,6 +11,7 @@ sessions switch topic every turn).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -69,6 +70,11 @@ def propagate(
 
 #: (session id or None for any session, first ts, last ts): a slice of a namespace's traces
 Span = tuple[str | None, int, int]
+#: seeds -> the stored rows next to them in their sessions (the hot index's, or LanceDB's awaited)
+NearRows = Callable[
+    [list[Mapping[str, Any]]],
+    Sequence[Mapping[str, Any]] | Awaitable[Sequence[Mapping[str, Any]]],
+]
 
 
 def neighbour_spans(
@@ -130,7 +136,7 @@ async def expand_pool(
     lexical_power: float = 1.0,
     weight: float = NEIGHBOUR_WEIGHT,
     top: int = EXPAND_TOP,
-    near_rows: Callable[[list[Mapping[str, Any]]], Sequence[Mapping[str, Any]]] | None = None,
+    near_rows: NearRows | None = None,
 ) -> None:
     """Fuse the trace pool's channels, add the best traces' session neighbours, lift every trace
     by its best neighbour, and leave the result in each candidate's ``prior``.
@@ -150,7 +156,8 @@ async def expand_pool(
     if seeds and weight > 0:
         spans = neighbour_spans(seeds)
         if near_rows is not None:
-            rows = list(near_rows(seeds)) if spans else []
+            got = near_rows(seeds) if spans else []
+            rows = list(await got if inspect.isawaitable(got) else got)
         else:
             rows = list(await fetch(spans)) if spans else []
         rows += [r for r in pending if in_spans(r, spans)]

@@ -7,7 +7,7 @@ Every query runs under the shared deadline; channels of one tier run concurrentl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,9 +15,18 @@ import numpy as np
 from stratamem.core.retrieval import channels as ch
 from stratamem.core.retrieval.candidates import Pool
 from stratamem.core.retrieval.deadline import Deadline
+from stratamem.core.retrieval.expand import (
+    FETCH_LIMIT,
+    Span,
+    adjacency,
+    neighbour_spans,
+    spans_where,
+)
 from stratamem.core.retrieval.filters import TraceFilter
 from stratamem.core.retrieval.hot_tiers import TraceChannels
 from stratamem.core.retrieval.query import CompiledQuery
+from stratamem.core.storage.ownership import quote
+from stratamem.core.storage.read import rows_of
 
 Row = dict[str, Any]
 TextOf = Callable[[Mapping[str, Any]], str]
@@ -188,3 +197,67 @@ async def linked_policies(
 ) -> list[dict[str, Any]]:
     rows = await dl.run("guidance", lambda: table.query().where(where).limit(limit).to_list())
     return list(rows or [])
+
+
+#: what finding a row's place in its session needs (retrieval/expand.py: ``adjacency``)
+PLACE_COLUMNS = ["id", "session_id", "ts"]
+
+
+async def rows_in_spans(
+    table: Any, where: str, spans: list[Span], dl: Deadline, stage: str
+) -> list[Row]:
+    """The stored traces in ``spans`` passing ``where``, every column (they become candidates)."""
+    if not spans:
+        return []
+    w = f"({where}) AND ({spans_where(spans)})"
+    got = await dl.run(stage, lambda: rows_of(table.query().where(w).limit(FETCH_LIMIT)))
+    return list(got or [])
+
+
+async def session_neighbours(
+    table: Any, where: str, seeds: Sequence[Mapping[str, Any]], known: Container[str], dl: Deadline
+) -> list[Row]:
+    """The stored rows next to each seed in its session (``expand_pool``'s ``near_rows``), in the
+    order the seeds' spans are read: the same neighbours, edges and order as reading the spans
+    whole, which read up to 400 rows with both vectors to keep about twenty.
+
+    The spans are read with ``PLACE_COLUMNS`` and the row ids only (same filter, same limit); the
+    neighbours the pool lacks (the ones that can become candidates) are then read whole in one
+    query by row id, which LanceDB answers with a take, not a scan. A row id a compaction or an
+    update retired in between matches nothing, so those few are read again by ``id``. Rows the
+    pool holds keep their place-only row: expansion reads only the rows it adds. A cut-off read
+    gives no neighbours, as a cut-off span read did.
+    """
+    spans = neighbour_spans(seeds)
+    if not spans:
+        return []
+    w = f"({where}) AND ({spans_where(spans)})"
+    placed = await dl.run(
+        "neighbours",
+        lambda: rows_of(
+            table.query().where(w).select(PLACE_COLUMNS).with_row_id().limit(FETCH_LIMIT)
+        ),
+    )
+    if not placed:
+        return []
+    adj = adjacency([*seeds, *placed])
+    near = {n for s in seeds for n in adj.get(str(s["id"]), ())}
+    rows = [r for r in placed if str(r["id"]) in near]
+    missing = [r for r in rows if str(r["id"]) not in known]
+    if not missing:
+        return rows
+    by_rowid = f"({where}) AND _rowid IN ({', '.join(str(int(r['_rowid'])) for r in missing)})"
+    whole = await dl.run("neighbour_rows", lambda: rows_of(table.query().where(by_rowid)))
+    if whole is None:
+        return []
+    want = {str(r["id"]) for r in missing}
+    got = {i: r for r in whole if (i := str(r["id"])) in want}
+    if len(got) < len(want):  # moved or rewritten since the spans were read: by id instead
+        ids = ", ".join(quote(i) for i in sorted(want - got.keys()))
+        by_id = f"({where}) AND id IN ({ids})"
+        again = await dl.run("neighbour_rows_by_id", lambda: rows_of(table.query().where(by_id)))
+        if again is None:
+            return []
+        got.update((str(r["id"]), r) for r in again)
+    # a row deleted between the reads is left out, never passed on with its place alone
+    return [got.get(i, r) for r in rows if (i := str(r["id"])) in got or i in known]
