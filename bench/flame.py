@@ -62,7 +62,9 @@ async def hot_loop(
     return {"iterations": n}
 
 
-async def _drive(rows: int, seconds: float, seed: int, search_only: bool) -> None:
+async def _drive(
+    rows: int, seconds: float, seed: int, search_only: bool, overrides: dict[str, Any]
+) -> None:
     import numpy as np
 
     from bench.corpus import build_corpus, load_store, query_texts
@@ -73,7 +75,9 @@ async def _drive(rows: int, seconds: float, seed: int, search_only: bool) -> Non
     embedder = load_embedder({"cache": {"enabled": False}})
     corpus = build_corpus(embedder, seed)
     with tempfile.TemporaryDirectory(prefix=f"bench-flame-{rows}-") as tmp:
-        core = await open_local_core(Path(tmp), embedder=embedder, **PRODUCTION_OVERRIDES)
+        core = await open_local_core(
+            Path(tmp), embedder=embedder, **{**PRODUCTION_OVERRIDES, **overrides}
+        )
         try:
             await load_store(core.store, corpus, rows)
             await core.store.ensure_fts("traces")
@@ -146,12 +150,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--search-only", action="store_true", help="loop retrieval without the embed alone"
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override, e.g. storage__hot_index=false (profile the LanceDB path)",
+    )
     p.add_argument("--drive", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    from bench.runner import config_overrides
+
+    overrides = config_overrides(args)
     os.environ.setdefault("LANCEDB_LOG", "error")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.drive:
-        asyncio.run(_drive(args.drive, args.seconds, args.seed, args.search_only))
+        asyncio.run(_drive(args.drive, args.seconds, args.seed, args.search_only, overrides))
         return 0
     parts = [
         "# Hot-path flame summary",
@@ -163,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             else "alternating `search` (no embed) and `turn_start`"
         )
         + f" per size, commit `{_commit()}`;"
-        f" load average {os.getloadavg()[0]:.2f} at start. Inclusive = share of loop samples with the"
+        + (f" overrides `{overrides}`;" if overrides else "")
+        + f" load average {os.getloadavg()[0]:.2f} at start. Inclusive = share of loop samples with the"
         " frame on the stack; self = share where it is the leaf.",
         "",
     ]
@@ -175,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["--", sys.executable, "-m", "bench.flame", "--drive", str(n)]
             cmd += ["--seconds", str(args.seconds), "--seed", str(args.seed), "--out", "-"]
             cmd += ["--search-only"] if args.search_only else []
+            cmd += [f"--set={kv}" for kv in args.set]
             done = subprocess.run(
                 cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
             )

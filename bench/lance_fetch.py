@@ -1,0 +1,198 @@
+"""The LanceDB path's retrieval (hot index off) in two checkouts side by side: time per query and
+the results, which must be identical.
+
+    python -m bench.lance_fetch --base /path/to/other/worktree --rows 1000,10000 --out doc.md
+
+Each checkout runs in a process of its own (``PYTHONPATH`` puts its ``packages/*/src`` first), on
+the same synthetic store and queries, in ABBA order per size so both see the same minutes of a
+shared machine. Timed per query: ``search`` without the embed (the served path with the query
+vector already computed, ``now`` fixed, the never-written learned tables left out as ``retrieve``
+leaves them) and ``turn_start`` (routing, the embed and recall). The
+search results (ids, order, scores, score details, snippets, the injected packet) are compared
+exactly; ``turn_start`` by hit ids and order (its ``now`` is the wall clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+NOW_MS = 1_736_000_000_000
+
+
+def _src_path(tree: Path) -> str:
+    return os.pathsep.join(str(p) for p in sorted((tree / "packages").glob("*/src")))
+
+
+async def _drive(rows: int, queries: int, seed: int, hot: bool) -> dict[str, Any]:
+    import dataclasses
+
+    import numpy as np
+
+    from bench.corpus import AGENT, build_corpus, load_store, query_texts
+    from bench.scaling import PRODUCTION_OVERRIDES, scoped_tables, served_context
+    from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
+    from stratamem.core.embedding import load_embedder
+    from stratamem.core.engine.assemble import open_local_core
+    from stratamem.core.retrieval.engine import retrieve
+
+    embedder = load_embedder({"cache": {"enabled": False}})
+    corpus = build_corpus(embedder, seed)
+    ns = Namespace(agent_kind=AGENT)
+    search_ms: list[float] = []
+    turn_ms: list[float] = []
+    results: list[Any] = []
+    turns: list[Any] = []
+    with tempfile.TemporaryDirectory(prefix=f"bench-lance-fetch-{rows}-") as tmp:
+        overrides = {**PRODUCTION_OVERRIDES, "storage__hot_index": hot}
+        core = await open_local_core(Path(tmp), embedder=embedder, **overrides)
+        try:
+            await load_store(core.store, corpus, rows)
+            await core.store.ensure_fts("traces")
+            await core.store.optimize()
+            await core.store.reload_hot()
+            # as ``retrieve(core=...)`` builds them: a never-written learned table is not queried
+            tables = {
+                k: v if k == "traces" or core.store.may_have_rows(k) else None
+                for k, v in scoped_tables(core.store, ns).items()
+            }
+            texts = query_texts(seed + 300, queries)
+            vecs = [np.asarray(embedder.embed_query(t), dtype=np.float32) for t in texts]
+            for rnd in range(2):  # the first round warms LanceDB's caches and the code paths
+                for i, text in enumerate(texts):
+                    q = RetrievalQuery(
+                        agent=AGENT, query=text, namespace=ns, session_id=f"lf-{i}", reason="search"
+                    )
+                    ctx = dataclasses.replace(
+                        served_context(core, q, vecs[i], tables), now_ms=NOW_MS
+                    )
+                    assert (ctx.hot is None) != hot
+                    t0 = time.perf_counter()
+                    res = await retrieve(ctx)
+                    ms = (time.perf_counter() - t0) * 1000
+                    turn = TurnInput(
+                        agent=AGENT,
+                        session_id=f"lt-{rnd}-{i}",
+                        user_text=text,
+                        ts=NOW_MS,
+                        namespace=ns,
+                    )
+                    t0 = time.perf_counter()
+                    started = await core.turn_start(turn)
+                    tms = (time.perf_counter() - t0) * 1000
+                    if rnd == 0:
+                        results.append(_result(res))
+                        turns.append(_turn_ids(started))
+                        continue
+                    search_ms.append(ms)
+                    turn_ms.append(tms)
+        finally:
+            await core.shutdown()
+    return {
+        "search_ms": search_ms,
+        "turn_start_ms": turn_ms,
+        "results": results,
+        "turns": turns,
+        "core": __import__("stratamem.core.retrieval.engine", fromlist=["x"]).__file__,
+    }
+
+
+def _result(res: Any) -> dict[str, Any]:
+    return {
+        "hits": [
+            [h.ref_id, h.ref_kind, h.tier, h.score, h.snippet, h.score_details] for h in res.hits
+        ],
+        "context": res.injected_context,
+        "cut_off": res.cut_off,
+    }
+
+
+def _turn_ids(started: Any) -> list[str]:
+    return [h.ref_id for h in started.hits]
+
+
+def _run(tree: Path, rows: int, queries: int, seed: int, hot: bool) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": _src_path(tree), "LANCEDB_LOG": "error"}
+    env["HF_HUB_OFFLINE"] = "1"
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        cmd = [sys.executable, "-m", "bench.lance_fetch", "--drive", str(rows)]
+        cmd += ["--queries", str(queries), "--seed", str(seed), "--json", out.name]
+        cmd += ["--hot"] if hot else []
+        subprocess.run(cmd, check=True, env=env, cwd=ROOT)
+        got: dict[str, Any] = json.loads(Path(out.name).read_text())
+    return got
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.lance_fetch", description=__doc__)
+    p.add_argument("--base", type=Path, help="the other checkout (e.g. a worktree of main)")
+    p.add_argument("--rows", default="1000,10000")
+    p.add_argument("--queries", type=int, default=30)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--hot", action="store_true", help="the hot path instead (it must not move)")
+    p.add_argument("--out", type=Path)
+    p.add_argument("--drive", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--json", type=Path, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.drive:
+        got = asyncio.run(_drive(args.drive, args.queries, args.seed, args.hot))
+        assert args.json is not None
+        args.json.write_text(json.dumps(got))
+        return 0
+    if args.base is None:
+        p.error("--base is required")
+    path = "hot path" if args.hot else "LanceDB path (`storage.hot_index=false`)"
+    lines = [
+        f"## {path}: base `{args.base}` vs this checkout, side by side (ABBA per size)",
+        "",
+        f"{args.queries} queries per size, timed after a warm-up round; load average at start "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}.",
+        "",
+        "| traces | search no-embed base | after | ratio | turn_start base | after | ratio "
+        "| search results identical | turn_start hits identical |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n in (int(x) for x in args.rows.split(",") if x):
+        runs: dict[str, list[dict[str, Any]]] = {"base": [], "after": []}
+        for who in ("base", "after", "after", "base"):
+            tree = args.base if who == "base" else ROOT
+            runs[who].append(_run(tree, n, args.queries, args.seed, args.hot))
+            print(f"{n} {who}: {runs[who][-1]['core']}", file=sys.stderr)
+        med = {
+            (who, key): _median([x for r in runs[who] for x in r[key]])
+            for who in runs
+            for key in ("search_ms", "turn_start_ms")
+        }
+        same = all(a["results"] == runs["base"][0]["results"] for a in runs["after"])
+        same_turns = all(a["turns"] == runs["base"][0]["turns"] for a in runs["after"])
+        sb, sa = med[("base", "search_ms")], med[("after", "search_ms")]
+        tb, ta = med[("base", "turn_start_ms")], med[("after", "turn_start_ms")]
+        lines.append(
+            f"| {n:,} | {sb:.1f} ms | {sa:.1f} ms | {sa / sb:.2f} | {tb:.1f} ms | {ta:.1f} ms "
+            f"| {ta / tb:.2f} | {'yes' if same else '**no**'} | {'yes' if same_turns else '**no**'} |"
+        )
+        print(lines[-1], file=sys.stderr)
+    lines += ["", f"Load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
