@@ -222,3 +222,35 @@ def test_reembed_logs_one_line_per_table_without_a_terminal(tmp_path: Path) -> N
     assert "\r" not in done.stderr and "" not in done.stderr.splitlines(), repr(done.stderr)
     assert "traces: 2/2 re-embedded" in done.stderr
     assert json.loads(done.stdout)["reembedded"]
+
+
+def test_search_names_the_episode_that_timeline_takes(hermes_home: Path) -> None:
+    """`timeline --help` sends the user to `stratamem search` for an episode id: search must show it."""
+    data = json.loads(cli("search", "sister", "--home", str(hermes_home), "--json").stdout)
+    hit = data["hits"][0]
+    assert hit["ref_kind"] == "trace" and hit["episode_id"].startswith("ep_")
+    text = cli("search", "sister", "--home", str(hermes_home)).stdout
+    assert f"episode {hit['episode_id']}" in text.splitlines()[0]
+    shown = cli("timeline", hit["episode_id"], "--home", str(hermes_home))
+    assert "Lisbon" in shown.stdout
+
+
+def test_export_to_a_file_is_readable_by_its_owner_only(hermes_home: Path, tmp_path: Path) -> None:
+    """The bundle holds every memory of a home whose own files are 0600; a 022 umask must not make
+    it world-readable, and an existing file is replaced with the same mode."""
+    for out in (tmp_path / "bundle.json", tmp_path / "old.json"):
+        if out.name == "old.json":
+            out.write_text("{}")
+            out.chmod(0o644)
+        done = subprocess.run(
+            [STRATAMEM, "export", "--home", str(hermes_home), "--out", str(out)],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            umask=0o022,
+        )
+        assert done.returncode == 0, done.stderr
+        assert out.stat().st_mode & 0o777 == 0o600, oct(out.stat().st_mode)
+        assert len(json.loads(out.read_text())["traces"]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle.json", "old.json"]

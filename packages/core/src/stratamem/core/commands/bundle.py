@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -170,6 +171,22 @@ async def import_bundle(
     return {"imported": imported, "skipped": skipped}
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` as 0600 through a temp file and a rename: the bundle holds every memory of the
+    home (whose own files are 0600), so the umask must not make it readable by other users, and an
+    interrupted export must not leave half a bundle."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def _named_namespace(args: argparse.Namespace) -> Namespace | None:
     return namespace_of(args) if getattr(args, "namespace", None) else None
 
@@ -179,7 +196,7 @@ def run_export(args: argparse.Namespace) -> int:
     async def body(core: MemoryCore) -> int:
         bundle = await export_bundle(core, _named_namespace(args))
         if args.out:
-            args.out.write_text(json.dumps(bundle, ensure_ascii=False, default=str))
+            write_private(args.out, json.dumps(bundle, ensure_ascii=False, default=str))
             print(f"{summary(bundle)} to {args.out}", file=sys.stderr)
         else:
             print_json(bundle)
