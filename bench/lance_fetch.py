@@ -9,7 +9,9 @@ shared machine. Timed per query: ``search`` without the embed (the served path w
 vector already computed, ``now`` fixed, the never-written learned tables left out as ``retrieve``
 leaves them) and ``turn_start`` (routing, the embed and recall). The
 search results (ids, order, scores, score details, snippets, the injected packet) are compared
-exactly; ``turn_start`` by hit ids and order (its ``now`` is the wall clock).
+exactly; ``turn_start`` by hit ids and order (its ``now`` is the wall clock). Each search's
+stages are timed around ``Deadline.run`` too (a stage's time per search; the channels of a tier
+run concurrently, so stages overlap).
 """
 
 from __future__ import annotations
@@ -44,13 +46,30 @@ async def _drive(rows: int, queries: int, seed: int, hot: bool) -> dict[str, Any
     from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
     from stratamem.core.embedding import load_embedder
     from stratamem.core.engine.assemble import open_local_core
+    from stratamem.core.retrieval import deadline
     from stratamem.core.retrieval.engine import retrieve
+
+    stages: dict[str, list[float]] = {}
+    timing = False
+    run_stage = deadline.Deadline.run
+
+    async def timed(self: Any, stage: str, factory: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await run_stage(self, stage, factory)
+        finally:
+            if timing:
+                stages.setdefault(stage, []).append((time.perf_counter() - t0) * 1000)
+
+    deadline.Deadline.run = timed  # type: ignore[method-assign]
 
     embedder = load_embedder({"cache": {"enabled": False}})
     corpus = build_corpus(embedder, seed)
     ns = Namespace(agent_kind=AGENT)
     search_ms: list[float] = []
+    search_cpu: list[float] = []
     turn_ms: list[float] = []
+    turn_cpu: list[float] = []
     results: list[Any] = []
     turns: list[Any] = []
     with tempfile.TemporaryDirectory(prefix=f"bench-lance-fetch-{rows}-") as tmp:
@@ -77,9 +96,12 @@ async def _drive(rows: int, queries: int, seed: int, hot: bool) -> dict[str, Any
                         served_context(core, q, vecs[i], tables), now_ms=NOW_MS
                     )
                     assert (ctx.hot is None) != hot
-                    t0 = time.perf_counter()
+                    timing = rnd == 1
+                    c0, t0 = time.process_time(), time.perf_counter()
                     res = await retrieve(ctx)
+                    timing = False
                     ms = (time.perf_counter() - t0) * 1000
+                    cpu = (time.process_time() - c0) * 1000
                     turn = TurnInput(
                         agent=AGENT,
                         session_id=f"lt-{rnd}-{i}",
@@ -87,22 +109,30 @@ async def _drive(rows: int, queries: int, seed: int, hot: bool) -> dict[str, Any
                         ts=NOW_MS,
                         namespace=ns,
                     )
-                    t0 = time.perf_counter()
+                    c0, t0 = time.process_time(), time.perf_counter()
                     started = await core.turn_start(turn)
                     tms = (time.perf_counter() - t0) * 1000
+                    tcpu = (time.process_time() - c0) * 1000
                     if rnd == 0:
                         results.append(_result(res))
                         turns.append(_turn_ids(started))
                         continue
                     search_ms.append(ms)
+                    search_cpu.append(cpu)
                     turn_ms.append(tms)
+                    turn_cpu.append(tcpu)
         finally:
             await core.shutdown()
     return {
         "search_ms": search_ms,
+        "search_cpu_ms": search_cpu,
         "turn_start_ms": turn_ms,
+        "turn_start_cpu_ms": turn_cpu,
         "results": results,
         "turns": turns,
+        # each stage's calls (stages of one tier run concurrently: they overlap)
+        "stages": stages,
+        "searches": len(search_ms),
         "core": __import__("stratamem.core.retrieval.engine", fromlist=["x"]).__file__,
     }
 
@@ -162,9 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.queries} queries per size, timed after a warm-up round; load average at start "
         f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}.",
         "",
-        "| traces | search no-embed base | after | ratio | turn_start base | after | ratio "
-        "| search results identical | turn_start hits identical |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "Median per query; wall = elapsed, CPU = the process's CPU time over the call (every"
+        " thread: LanceDB's, the embedder's), less sensitive to the machine's load.",
+        "",
+        "| traces | what | base | after | ratio |",
+        "|---|---|---|---|---|",
     ]
     for n in (int(x) for x in args.rows.split(",") if x):
         runs: dict[str, list[dict[str, Any]]] = {"base": [], "after": []}
@@ -175,17 +207,38 @@ def main(argv: list[str] | None = None) -> int:
         med = {
             (who, key): _median([x for r in runs[who] for x in r[key]])
             for who in runs
-            for key in ("search_ms", "turn_start_ms")
+            for key in ("search_ms", "search_cpu_ms", "turn_start_ms", "turn_start_cpu_ms")
         }
         same = all(a["results"] == runs["base"][0]["results"] for a in runs["after"])
         same_turns = all(a["turns"] == runs["base"][0]["turns"] for a in runs["after"])
-        sb, sa = med[("base", "search_ms")], med[("after", "search_ms")]
-        tb, ta = med[("base", "turn_start_ms")], med[("after", "turn_start_ms")]
+        for key, what in (
+            ("search_ms", "search no-embed, wall"),
+            ("search_cpu_ms", "search no-embed, CPU"),
+            ("turn_start_ms", "turn_start, wall"),
+            ("turn_start_cpu_ms", "turn_start, CPU"),
+        ):
+            b, a = med[("base", key)], med[("after", key)]
+            lines.append(f"| {n:,} | {what} | {b:.1f} ms | {a:.1f} ms | {a / b:.2f} |")
         lines.append(
-            f"| {n:,} | {sb:.1f} ms | {sa:.1f} ms | {sa / sb:.2f} | {tb:.1f} ms | {ta:.1f} ms "
-            f"| {ta / tb:.2f} | {'yes' if same else '**no**'} | {'yes' if same_turns else '**no**'} |"
+            f"| {n:,} | search results identical (ids, order, scores, details, snippets, packet)"
+            f" | | {'yes' if same else '**no**'} | |"
         )
-        print(lines[-1], file=sys.stderr)
+        names = sorted({k for r in runs["base"] + runs["after"] for k in r["stages"]})
+        for stage in names:
+            cell = []
+            for who in ("base", "after"):
+                calls = [x for r in runs[who] for x in r["stages"].get(stage, [])]
+                per = len(calls) / max(sum(r["searches"] for r in runs[who]), 1)
+                cell.append(f"{_median(calls):.1f} ms × {per:.1f}" if calls else "—")
+            lines.append(
+                f"| {n:,} | stage `{stage}`: median per call × calls per search | "
+                f"{cell[0]} | {cell[1]} | |"
+            )
+        lines.append(
+            f"| {n:,} | turn_start hits identical (ids, order) | | "
+            f"{'yes' if same_turns else '**no**'} | |"
+        )
+        print("\n".join(lines[-12:]), file=sys.stderr)
     lines += ["", f"Load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}."]
     text = "\n".join(lines) + "\n"
     print(text)
