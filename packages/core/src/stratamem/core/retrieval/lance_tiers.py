@@ -192,10 +192,16 @@ async def trace_channels(
     return TraceChannels(s_hits, a_hits, f_hits, p_hits, st_hits, ex_hits)
 
 
+#: what the prefer/avoid lines are read from (retrieval/guidance.py: ``collect_guidance``)
+GUIDANCE_COLUMNS = ["id", "guidance_json"]
+
+
 async def linked_policies(
     table: Any, where: str, dl: Deadline, limit: int = 20
 ) -> list[dict[str, Any]]:
-    rows = await dl.run("guidance", lambda: table.query().where(where).limit(limit).to_list())
+    """The policies linked to the kept episodes, as much of them as their guidance needs."""
+    q = lambda: rows_of(table.query().where(where).select(GUIDANCE_COLUMNS).limit(limit))  # noqa: E731
+    rows = await dl.run("guidance", q)
     return list(rows or [])
 
 
