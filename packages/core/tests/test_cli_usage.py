@@ -254,3 +254,10 @@ def test_export_to_a_file_is_readable_by_its_owner_only(hermes_home: Path, tmp_p
         assert out.stat().st_mode & 0o777 == 0o600, oct(out.stat().st_mode)
         assert len(json.loads(out.read_text())["traces"]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle.json", "old.json"]
+
+
+def test_export_to_a_missing_directory_is_a_typed_error(hermes_home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "no-such-dir" / "bundle.json"
+    done = cli("export", "--home", str(hermes_home), "--out", str(out), check=2)
+    assert done.stderr.startswith(f"stratamem: error [invalid_argument] cannot write {out}")
+    assert "Traceback" not in done.stderr and not out.parent.exists()

@@ -193,10 +193,24 @@ def _named_namespace(args: argparse.Namespace) -> Namespace | None:
 
 @reads_home
 def run_export(args: argparse.Namespace) -> int:
+    if args.out and not (args.out.parent.is_dir() and os.access(args.out.parent, os.W_OK)):
+        print(
+            f"stratamem: error [invalid_argument] cannot write {args.out}: "
+            f"{args.out.parent} is not a writable directory",
+            file=sys.stderr,
+        )
+        return 2
+
     async def body(core: MemoryCore) -> int:
         bundle = await export_bundle(core, _named_namespace(args))
         if args.out:
-            write_private(args.out, json.dumps(bundle, ensure_ascii=False, default=str))
+            text = json.dumps(bundle, ensure_ascii=False, default=str)
+            try:
+                write_private(args.out, text)
+            except OSError as exc:
+                raise StratamemError(
+                    ErrorCode.WRITE_FAILED, f"cannot write {args.out}: {exc}"
+                ) from exc
             print(f"{summary(bundle)} to {args.out}", file=sys.stderr)
         else:
             print_json(bundle)
