@@ -294,7 +294,7 @@ def commands() -> list[tuple[Any, ...]]:
         ("serve", "run the memory service for a home (gRPC)", configure_serve, run_serve),
         (
             "health",
-            "report the core's health as JSON (over the owner's socket when served)",
+            "report the core's health, one fact per line (--json: JSON; over the owner's socket when served)",
             configure_health,
             run_health,
         ),
