@@ -261,3 +261,31 @@ def test_export_to_a_missing_directory_is_a_typed_error(hermes_home: Path, tmp_p
     done = cli("export", "--home", str(hermes_home), "--out", str(out), check=2)
     assert done.stderr.startswith(f"stratamem: error [invalid_argument] cannot write {out}")
     assert "Traceback" not in done.stderr and not out.parent.exists()
+
+
+def test_memory_reads_refuse_a_mistyped_home_and_a_write_makes_a_private_one(
+    tmp_path: Path,
+) -> None:
+    """`stratamem memory search` on a typo'd --home used to create <typo>/workspace (0755) and answer
+    `[]`; now it fails like `search`, and a write makes a whole 0700 home that later reads accept."""
+    root = tmp_path / "project"
+    root.mkdir()
+    typo = tmp_path / "no-such-home"
+    for action in (["search", "x"], ["files"], ["read"], ["recall-search", "x"]):
+        done = cli("memory", "--root", str(root), *action, "--home", str(typo), check=2)
+        assert f"no Stratamem home at {typo}" in done.stderr
+        assert not typo.exists()
+    home = tmp_path / "home"
+    cli(
+        "memory",
+        "--root",
+        str(root),
+        "write",
+        "--content",
+        "- deploys go to fly.io\n",
+        "--home",
+        str(home),
+    )
+    assert home.stat().st_mode & 0o777 == 0o700 and (home / "data").is_dir()
+    found = cli("memory", "--root", str(root), "search", "fly.io", "--home", str(home))
+    assert "deploys go to fly.io" in found.stdout

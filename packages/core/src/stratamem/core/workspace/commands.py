@@ -69,13 +69,28 @@ def _logs_to_stderr() -> None:
         )
 
 
+#: actions that only read: like ``search``, they refuse a home that does not exist
+READS = frozenset({"read", "get", "search", "files", "recall-search"})
+
+
 def _run(args: argparse.Namespace) -> int:
     _logs_to_stderr()
     from stratamem.contract.hostkit.workspace_tools import plain_result as _plain
-    from stratamem.core.home import resolve_home
+    from stratamem.core.commands.common import missing_home_message
+    from stratamem.core.home import prepare_home, resolve_home
     from stratamem.core.workspace.service import WorkspaceMemory
 
-    memory = WorkspaceMemory(resolve_home(getattr(args, "home", None)))
+    home = resolve_home(getattr(args, "home", None))
+    if args.memory_command in READS and not getattr(args, "create", False):
+        missing = missing_home_message(args)  # a typo in --home is an error, not a new home
+        if missing:
+            print(missing, file=sys.stderr)
+            return 2
+    try:
+        memory = WorkspaceMemory(prepare_home(home))  # a write makes a whole 0700 home, as ingest
+    except StratamemError as err:
+        print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
+        return 1
     root = Path(args.root).absolute() if args.root else Path(os.getcwd())
     try:
         action: dict[str, Callable[[], Any]] = {
