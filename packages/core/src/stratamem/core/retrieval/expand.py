@@ -144,8 +144,9 @@ async def expand_pool(
     ``fetch(spans)`` returns the stored traces in the spans that pass the caller's visibility
     filter; ``pending`` are the unapplied rows that already passed it. ``near_rows(seeds)``, when given,
     replaces that fetch with just the stored rows next to each seed in its session (the hot index
-    finds them without reading the spans whole): only edges touching a seed are used, so the
-    result is the same.
+    finds them without reading the spans whole; LanceDB, awaited, reads the spans' places and
+    whole rows only for the neighbours the pool lacks): only edges touching a seed are used, so
+    the result is the same.
     """
     from stratamem.core.retrieval.fusion import CosineScale, fused_scores
 
