@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -44,6 +44,19 @@ FACTS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def facts_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """FACTS ingested once into a home the read-only tests below share (each home costs a resident
+    service start); a test that writes to a home (ingest, import, reembed) makes its own."""
+    from stratamem.contract.hostkit.client import stop_service
+
+    root = tmp_path_factory.mktemp("facts")
+    home = root / "h"
+    assert main(["--home", str(home), "ingest", str(_write(root / "t.jsonl", FACTS))]) == 0
+    yield home
+    stop_service(home, 20)  # the commands' resident service
+
+
 def _search(home: Path, query: str, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
     capsys.readouterr()
     assert main(["--home", str(home), *extra, "search", query, "--json"]) == 0
@@ -78,11 +91,9 @@ def test_ingest_rerun_skips_lines_already_ingested(
 
 
 def test_search_json_has_the_documented_shape_and_tool_call_turns(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    facts_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    home = tmp_path / "h"
-    assert main(["--home", str(home), "ingest", str(_write(tmp_path / "t.jsonl", FACTS))]) == 0
-    out = _search(home, "how did we deploy the api", capsys, "--namespace", "cli/default")
+    out = _search(facts_home, "how did we deploy the api", capsys, "--namespace", "cli/default")
     assert set(out) == {"namespaces", "hits", "tier_latency_ms"}
     assert set(out["tier_latency_ms"]) == {"tier1", "tier2", "tier3"}
     hit = out["hits"][0]
@@ -120,10 +131,9 @@ def test_namespaces_are_isolated_in_search_and_export(
 
 
 def test_timeline_replays_an_episode_in_order_and_rejects_unknown_ids(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    facts_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    home = tmp_path / "h"
-    assert main(["--home", str(home), "ingest", str(_write(tmp_path / "t.jsonl", FACTS))]) == 0
+    home = facts_home
     capsys.readouterr()
     assert main(["--home", str(home), "export"]) == 0
     trace = next(
@@ -138,10 +148,9 @@ def test_timeline_replays_an_episode_in_order_and_rejects_unknown_ids(
 
 
 def test_export_then_import_into_a_fresh_home_restores_searchable_traces_idempotently(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    facts_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["--home", str(a), "ingest", str(_write(tmp_path / "t.jsonl", FACTS))]) == 0
+    a, b = facts_home, tmp_path / "b"
     bundle = tmp_path / "bundle.json"
     assert main(["--home", str(a), "export", "--out", str(bundle)]) == 0
     capsys.readouterr()
