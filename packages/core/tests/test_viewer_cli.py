@@ -22,6 +22,9 @@ def _env() -> dict[str, str]:
 
 
 def test_open_without_a_running_server_exits_1_with_a_clear_message(tmp_path: Path) -> None:
+    """It names `stratamem start` (which returns once the service answers), not `serve`, which
+    would hold the terminal; a home that does not exist is `home_not_found`, as for `search`."""
+    (tmp_path / "config.yaml").write_text("version: 1\n")
     out = subprocess.run(
         [*STRATAMEM, "open", "--home", str(tmp_path)],
         capture_output=True,
@@ -31,7 +34,18 @@ def test_open_without_a_running_server_exits_1_with_a_clear_message(tmp_path: Pa
     )
     assert out.returncode == 1
     assert out.stdout == ""
-    assert "no server runs" in out.stderr and "stratamem serve" in out.stderr
+    assert "no service runs" in out.stderr
+    assert f"stratamem start --home {tmp_path}" in out.stderr
+    typo = tmp_path / "no-such-home"
+    missing = subprocess.run(
+        [*STRATAMEM, "open", "--home", str(typo)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert missing.returncode == 2 and f"no Stratamem home at {typo}" in missing.stderr
+    assert not typo.exists()
 
 
 def test_serve_starts_the_viewer_and_open_prints_its_url(tmp_path: Path) -> None:

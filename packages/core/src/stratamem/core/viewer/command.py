@@ -18,6 +18,7 @@ from typing import Any
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.home import pid_alive
 from stratamem.core import hookimpl
+from stratamem.core.commands.common import reads_home
 from stratamem.core.config.settings import Section
 from stratamem.core.telemetry import get_logger
 
@@ -96,6 +97,7 @@ def configure_open(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--browser", action="store_true", help="also open it in a web browser")
 
 
+@reads_home
 def run_open(args: argparse.Namespace) -> int:
     """Print the running viewer's URL (only that, on stdout); exit 1 when none runs."""
     from stratamem.core.home import resolve_home
@@ -106,10 +108,17 @@ def run_open(args: argparse.Namespace) -> int:
     url = (info or {}).get("viewer_url")
     pid = (info or {}).get("pid")
     alive = isinstance(pid, int) and pid_alive(pid)
-    if not url or not alive:
-        why = "no server runs for" if not alive else "the server runs without a viewer for"
+    if not alive:
         print(
-            f"stratamem open: {why} {home} (start one with: stratamem serve --home {home})",
+            f"stratamem open: no service runs for {home} "
+            f"(start it with: stratamem start --home {home})",
+            file=sys.stderr,
+        )
+        return 1
+    if not url:  # `serve --viewer off`: another `serve` would only find the home owned (exit 3)
+        print(
+            f"stratamem open: the service of {home} runs without a viewer (pid {pid}; restart it "
+            f"with one: stratamem stop --home {home} && stratamem start --home {home})",
             file=sys.stderr,
         )
         return 1
