@@ -289,3 +289,15 @@ def test_memory_reads_refuse_a_mistyped_home_and_a_write_makes_a_private_one(
     assert home.stat().st_mode & 0o777 == 0o700 and (home / "data").is_dir()
     found = cli("memory", "--root", str(root), "search", "fly.io", "--home", str(home))
     assert "deploys go to fly.io" in found.stdout
+
+
+def test_a_service_that_cannot_start_is_explained_by_its_own_error(tmp_path: Path) -> None:
+    """A thin client that starts the service names the service's typed start-up error; it quoted
+    the last log line, here the caret under a YAML excerpt (`    ^ (line: 4)`)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("version: 1\nserver:\n  idle_exit_s: [1\n")
+    done = cli("search", "x", "--home", str(home), check=1)
+    assert done.stderr.startswith("stratamem: error [transport_closed]"), done.stderr
+    assert "exited with 2: [config_invalid]" in done.stderr
+    assert "config.yaml is not valid YAML" in done.stderr

@@ -226,6 +226,11 @@ def _start_once(home: Path, argv: Sequence[str] | None) -> int | None:
         os.close(fd)
 
 
+#: how ``stratamem serve`` starts its typed start-up error (``[code] message``) and its ready line
+SERVE_ERROR_PREFIX = "stratamem serve: ["
+SERVE_READY_PREFIX = "stratamem serve: ready"
+
+
 def _last_log_line(home: Path) -> str:
     """The service's last words (its start-up error), for the client's error message."""
     try:
@@ -235,6 +240,11 @@ def _last_log_line(home: Path) -> str:
             lines = [x for x in f.read().decode("utf-8", "replace").splitlines() if x.strip()]
     except OSError:
         return "no log"
+    for line in reversed(lines):  # its typed error's first line, not the tail of a YAML excerpt
+        if line.startswith(SERVE_READY_PREFIX):
+            break  # an earlier run's start: this one left no typed error
+        if line.startswith(SERVE_ERROR_PREFIX):
+            return line.removeprefix("stratamem serve: ")[:300]
     return lines[-1][-300:] if lines else "no output"
 
 
