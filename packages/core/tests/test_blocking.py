@@ -70,3 +70,18 @@ def test_open_failure_is_raised_in_the_calling_thread(tmp_path: Path) -> None:
     with pytest.raises(StratamemError) as err:
         BlockingCore.open(tmp_path, embedding__provider="none")
     assert err.value.code == "config_invalid"
+
+
+def _loop_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "stratamem-core-loop"]
+
+
+def test_a_failed_open_leaves_no_loop_thread_behind(tmp_path: Path) -> None:
+    # a host with a bad config used to wait out the 10 s join most times, with the loop thread
+    # left running for good; five failed opens in a row make a leak near-certain to show
+    (tmp_path / "config.yaml").write_text("retrieval: [broken\n")
+    before = set(_loop_threads())
+    for _ in range(5):
+        with pytest.raises(StratamemError):
+            BlockingCore.open(tmp_path, embedding__provider="none")
+    assert [t for t in _loop_threads() if t not in before and t.is_alive()] == []

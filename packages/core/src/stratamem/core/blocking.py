@@ -71,18 +71,21 @@ class BlockingCore:
         def run() -> None:
             asyncio.set_event_loop(loop)
 
-            async def boot() -> None:
+            async def boot() -> bool:
                 cm = open_core(home, embedder=embedder, host=host, **config_overrides)
                 try:
                     core = await cm.__aenter__()
                 except BaseException as exc:
                     ready.put((None, exc))
-                    return
+                    return False
                 exits.append(cm)
                 ready.put((core, None))
+                return True
 
-            loop.run_until_complete(boot())
-            loop.run_forever()
+            # a failed open ends the thread here: a stop() sent from the caller could land
+            # inside run_until_complete and be cleared by run_forever, which then never returned
+            if loop.run_until_complete(boot()):
+                loop.run_forever()
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
@@ -90,7 +93,6 @@ class BlockingCore:
         thread.start()
         core, err = ready.get()
         if err is not None or core is None:
-            loop.call_soon_threadsafe(loop.stop)
             thread.join(10)
             raise err or StratamemError(ErrorCode.INTERNAL, "core failed to start")
         blocking = cls(core, loop, thread)
