@@ -301,3 +301,12 @@ def test_a_service_that_cannot_start_is_explained_by_its_own_error(tmp_path: Pat
     assert done.stderr.startswith("stratamem: error [transport_closed]"), done.stderr
     assert "exited with 2: [config_invalid]" in done.stderr
     assert "config.yaml is not valid YAML" in done.stderr
+
+
+def test_health_names_the_namespaces_that_hold_memories(hermes_home: Path) -> None:
+    """It printed `namespace: unknown/default`, the service's placeholder, which holds nothing."""
+    text = cli("health", "--home", str(hermes_home)).stdout
+    assert "namespaces: hermes/default" in text.splitlines()
+    assert "unknown/default" not in text
+    data = json.loads(cli("--json", "health", "--home", str(hermes_home)).stdout)
+    assert data["namespaces"] == ["hermes/default"]

@@ -183,15 +183,16 @@ def configure_health(parser: argparse.ArgumentParser) -> None:
 async def _health(args: argparse.Namespace) -> dict[str, Any]:
     from dataclasses import asdict
 
-    from stratamem.core.commands.common import opened_core
+    from stratamem.core.commands.common import label, namespaces_with_memories, opened_core
 
     async with opened_core(args) as core:  # the home's service, started on demand
-        return asdict(await core.health())
+        data = asdict(await core.health())
+        data["namespaces"] = [label(ns) for ns in await namespaces_with_memories(core)]
+        return data
 
 
 def health_lines(data: dict[str, Any]) -> list[str]:
     """``stratamem health`` on a terminal: one fact per line (``--json`` prints the object)."""
-    ns = data.get("namespace") or {}
     llm, emb = data.get("llm") or {}, data.get("embedder") or {}
 
     def model(m: dict[str, Any]) -> str:
@@ -210,7 +211,9 @@ def health_lines(data: dict[str, Any]) -> list[str]:
         f"version:   {data.get('version', '')}",
         f"home:      {data.get('home', '')}",
         f"mode:      {mode}" + (f" ({data['mode_reason']})" if data.get("mode_reason") else ""),
-        f"namespace: {ns.get('agent_kind', '?')}/{ns.get('profile_id', '?')}" if ns else "",
+        # the namespaces holding memories; the health record's own namespace is the service's
+        # default (``unknown/default`` over the socket), which names nobody's memories
+        f"namespaces: {', '.join(data.get('namespaces') or []) or 'none yet'}",
         f"embedder:  {model(emb)}",
         f"llm:       {model(llm)}",
         f"backlog:   {data.get('journal_backlog', 0)} journal entries not yet applied",
