@@ -106,3 +106,29 @@ def test_the_cli_subcommand_prints_a_json_report(
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["action"] == "install" and out["dry_run"] is True
     assert any("slots.memory" in c for c in out["changes"])
+
+
+def test_install_and_uninstall_keep_a_private_openclaw_json_private(tmp_path: Path) -> None:
+    """openclaw.json holds API keys and the gateway token; under a 022 umask install made a 0600
+    file (and its backup) 0644. Through the real entry point, as a user runs it."""
+    import subprocess
+    import sys
+
+    conf = tmp_path / "openclaw.json"
+    conf.write_text('{\n  gateway: { auth: { token: "s3cret" } },\n}\n')
+    conf.chmod(0o600)
+    exe = str(Path(sys.executable).with_name("stratamem"))
+    for action in (["install", "--skip-npm"], ["uninstall"]):
+        done = subprocess.run(
+            [exe, "openclaw", *action, "--openclaw-home", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            umask=0o022,
+        )
+        assert done.returncode == 0, done.stderr
+        assert conf.stat().st_mode & 0o777 == 0o600, (action, oct(conf.stat().st_mode))
+        assert "s3cret" in conf.read_text()
+    backup = tmp_path / "openclaw.json.stratamem.bak"
+    assert backup.stat().st_mode & 0o777 == 0o600 and "s3cret" in backup.read_text()
+    assert not list(tmp_path.glob("*.stratamem-tmp"))
