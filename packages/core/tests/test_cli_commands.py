@@ -97,8 +97,7 @@ def test_search_json_has_the_documented_shape_and_tool_call_turns(
     assert set(out) == {"namespaces", "hits", "tier_latency_ms"}
     assert set(out["tier_latency_ms"]) == {"tier1", "tier2", "tier3"}
     hit = out["hits"][0]
-    assert set(hit) == {"namespace", "tier", "ref_kind", "ref_id", "episode_id", "score", "snippet"}
-    assert hit["episode_id"].startswith("ep_")
+    assert set(hit) == {"namespace", "tier", "ref_kind", "ref_id", "score", "snippet"}
     assert hit["tier"] == 2 and hit["ref_kind"] == "trace"
     assert "docker compose" in hit["snippet"]
     scores = [h["score"] for h in out["hits"]]

@@ -224,15 +224,17 @@ def test_reembed_logs_one_line_per_table_without_a_terminal(tmp_path: Path) -> N
     assert json.loads(done.stdout)["reembedded"]
 
 
-def test_search_names_the_episode_that_timeline_takes(hermes_home: Path) -> None:
-    """`timeline --help` sends the user to `stratamem search` for an episode id: search must show it."""
+def test_timeline_takes_the_trace_id_that_search_prints(hermes_home: Path) -> None:
+    """`timeline --help` sends the user to `stratamem search` for the id, and search prints trace
+    ids: timeline takes one and shows that trace's episode (it said `episode_not_found`)."""
     data = json.loads(cli("search", "sister", "--home", str(hermes_home), "--json").stdout)
     hit = data["hits"][0]
-    assert hit["ref_kind"] == "trace" and hit["episode_id"].startswith("ep_")
-    text = cli("search", "sister", "--home", str(hermes_home)).stdout
-    assert f"episode {hit['episode_id']}" in text.splitlines()[0]
-    shown = cli("timeline", hit["episode_id"], "--home", str(hermes_home))
-    assert "Lisbon" in shown.stdout
+    assert hit["ref_kind"] == "trace"
+    shown = cli("timeline", hit["ref_id"], "--home", str(hermes_home))
+    assert "Lisbon" in shown.stdout and hit["ref_id"] in shown.stdout
+    assert "is in episode ep_" in shown.stderr
+    missing = cli("timeline", "tr_nope", "--home", str(hermes_home), check=1)
+    assert "[episode_not_found]" in missing.stderr and "tr_nope" in missing.stderr
 
 
 def test_export_to_a_file_is_readable_by_its_owner_only(hermes_home: Path, tmp_path: Path) -> None:

@@ -33,27 +33,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reason", choices=("tool_driven", "turn_start"), default="tool_driven")
 
 
-def hit_json(ns: Namespace, h: RetrievalHit, episode_id: str | None) -> dict[str, object]:
+def hit_json(ns: Namespace, h: RetrievalHit) -> dict[str, object]:
     return {
         "namespace": label(ns),
         "tier": h.tier,
         "ref_kind": h.ref_kind,
         "ref_id": h.ref_id,
-        "episode_id": episode_id,
         "score": h.score,
         "snippet": h.snippet,
     }
-
-
-async def episode_of(core: MemoryCore, ns: Namespace, h: RetrievalHit) -> str | None:
-    """The episode a hit belongs to, the id ``stratamem timeline`` takes (None for skills, policies
-    and world models, which span episodes)."""
-    if h.ref_kind == "episode":
-        return h.ref_id
-    if h.ref_kind != "trace":
-        return None
-    trace = await core.get_trace(h.ref_id, namespace=ns)
-    return trace.episode_id if trace is not None else None
 
 
 async def search_all(
@@ -79,7 +67,7 @@ async def search_all(
     hits.sort(key=lambda nh: nh[1].score, reverse=True)
     return {
         "namespaces": [label(ns) for ns in namespaces],
-        "hits": [hit_json(ns, h, await episode_of(core, ns, h)) for ns, h in hits[: args.limit]],
+        "hits": [hit_json(ns, h) for ns, h in hits[: args.limit]],
         "tier_latency_ms": latency,
     }
 
@@ -109,10 +97,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"no memories found (searched {where})", file=sys.stderr)
         for i, h in enumerate(hits, 1):
             snippet = " ".join(str(h["snippet"]).split())
-            episode = f" · episode {h['episode_id']}" if h["episode_id"] else ""
             print(
-                f"{i:2}. [{h['namespace']} · tier {h['tier']} {h['ref_kind']} {h['ref_id']}"
-                f"{episode}] {h['score']:.3f}"
+                f"{i:2}. [{h['namespace']} · tier {h['tier']} {h['ref_kind']} {h['ref_id']}] "
+                f"{h['score']:.3f}"
             )
             print(f"    {snippet[:300]}")
         return 0

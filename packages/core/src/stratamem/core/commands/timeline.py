@@ -1,6 +1,7 @@
 """``stratamem timeline EPISODE_ID``: replay an episode's traces in order.
 
-Without ``--namespace`` the episode is looked up in every namespace of the home."""
+Without ``--namespace`` the episode is looked up in every namespace of the home. A trace id (what
+``stratamem search`` prints) stands for its episode."""
 
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ HELP = "print an episode's traces in order (JSON lines with --json)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("episode_id", help="an episode id (see `stratamem search` or the viewer)")
+    parser.add_argument(
+        "episode_id",
+        help="an episode id (the viewer, `export`), or a trace id as `stratamem search` prints it",
+    )
 
 
 @reads_home
@@ -35,18 +39,26 @@ def run(args: argparse.Namespace) -> int:
         candidates = [namespace_of(args)]
         if not given:
             candidates += [n for n in await namespaces_with_memories(core) if n not in candidates]
+        episode = args.episode_id
         for ns in candidates:
-            if await core.get_episode(args.episode_id, namespace=ns) is not None:
+            if await core.get_episode(episode, namespace=ns) is not None:
+                break
+            # search prints trace ids: a trace stands for its episode (one lookup, here only)
+            trace = await core.get_trace(args.episode_id, namespace=ns)
+            if trace is not None:
+                episode = trace.episode_id
+                print(f"trace {trace.id} is in episode {episode}", file=sys.stderr)
                 break
         else:
             where = ", ".join(label(n) for n in candidates)
             raise StratamemError(
                 ErrorCode.EPISODE_NOT_FOUND,
-                f"episode {args.episode_id!r} not found in namespace{'s' * (len(candidates) > 1)} {where}",
+                f"no episode or trace {args.episode_id!r} in "
+                f"namespace{'s' * (len(candidates) > 1)} {where}",
             )
         if ns != candidates[0]:
-            print(f"episode {args.episode_id} is in namespace {label(ns)}", file=sys.stderr)
-        for t in await core.timeline(args.episode_id, namespace=ns):
+            print(f"episode {episode} is in namespace {label(ns)}", file=sys.stderr)
+        for t in await core.timeline(episode, namespace=ns):
             if args.json:
                 print_json(dataclasses.asdict(t))
                 continue
