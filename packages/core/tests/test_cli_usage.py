@@ -312,3 +312,21 @@ def test_health_names_the_namespaces_that_hold_memories(hermes_home: Path) -> No
     assert "unknown/default" not in text
     data = json.loads(cli("--json", "health", "--home", str(hermes_home)).stdout)
     assert data["namespaces"] == ["hermes/default"]
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_a_closed_pipe_ends_the_command_quietly(hermes_home: Path, unbuffered: str) -> None:
+    """`stratamem search … | head -1`: the reader leaves early; that printed a BrokenPipeError
+    traceback. The reader here closes before the command writes anything."""
+    proc = subprocess.Popen(
+        [STRATAMEM, "search", "sister", "--home", str(hermes_home)],
+        env={**_env(), "PYTHONUNBUFFERED": unbuffered},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

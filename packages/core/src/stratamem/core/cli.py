@@ -6,6 +6,7 @@ Sub-commands are plugins (``register_commands``); the built-in ones are listed i
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -128,7 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if missing:
             print(missing, file=sys.stderr)
             return 2
-    return int(run(args))
+    try:
+        code = int(run(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+    except BrokenPipeError:
+        # `stratamem search … | head -1`: the reader is gone, which is not an error of ours; no
+        # traceback, and nothing more is written to the dead pipe at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+    return code
 
 
 if __name__ == "__main__":
