@@ -125,3 +125,34 @@ def test_hermes_own_discovery_loads_the_installed_provider(hermes_home: Path) ->
     assert provider.name == "stratamem"
     assert type(provider).__module__ == "stratamem.hermes.provider"
     assert provider.is_available()
+
+
+def test_install_keeps_hermes_config_private(hermes_home: Path) -> None:
+    """Hermes keeps config.yaml 0600 (API keys); install created it 0644 under a 022 umask. Run
+    through the real entry point, with an existing 0600 file and with none."""
+    exe = str(Path(sys.executable).with_name("stratamem"))
+    conf = hermes_home / "config.yaml"
+    for existing in (False, True):
+        if existing:
+            conf.write_text(CONFIG + "  api_key: sk-secret\n")
+            conf.chmod(0o600)
+        elif conf.exists():
+            conf.unlink()
+        done = subprocess.run(
+            [
+                exe,
+                "hermes",
+                "install",
+                "--hermes-home",
+                str(hermes_home),
+                "--python",
+                sys.executable,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            umask=0o022,
+        )
+        assert done.returncode == 0, done.stderr
+        assert conf.stat().st_mode & 0o777 == 0o600, (existing, oct(conf.stat().st_mode))
+        assert "provider: stratamem" in conf.read_text()
