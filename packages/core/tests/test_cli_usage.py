@@ -330,3 +330,24 @@ def test_a_closed_pipe_ends_the_command_quietly(hermes_home: Path, unbuffered: s
     err = proc.stderr.read()
     assert proc.wait(timeout=300) == 141, err
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_doctor_names_config_keys_that_are_not_settings(tmp_path: Path) -> None:
+    """A typo in config.yaml is ignored (the service only logs it to serve.log, which a thin-client
+    user never reads): doctor lists it in its report and warns on stderr."""
+    from stratamem.contract.hostkit.client import stop_service
+
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    (home / "config.yaml").write_text(
+        "server:\n  idle_exit: 5\nretreival:\n  tier2_top_k: 3\nretrieval:\n  tier2_top_k: 4\n"
+    )
+    try:
+        cli("ingest", str(_jsonl(tmp_path / "t.jsonl", TURNS)), "--home", str(home))
+        done = cli("doctor", "--home", str(home))
+    finally:
+        stop_service(home, 20)
+    assert json.loads(done.stdout)["config_unknown_keys"] == ["server.idle_exit", "retreival"]
+    assert "'server.idle_exit' is not a setting" in done.stderr
+    assert "'retreival' is not a setting" in done.stderr
+    assert "tier2_top_k" not in done.stderr

@@ -1,4 +1,5 @@
-"""``stratamem doctor``: storage health of a home — rows, fragments, versions, unindexed rows, bytes.
+"""``stratamem doctor``: storage health of a home — rows, fragments, versions, unindexed rows, bytes —
+and the config.yaml keys Stratamem does not know (a typo there is ignored, so say it to the user).
 
 Reads the store directly when it owns the home (``--offline``); otherwise the resident service
 answers for its own store (the ``StorageStats`` RPC), since only the owning process may open it.
@@ -15,7 +16,10 @@ from stratamem.contract.errors import StratamemError
 from stratamem.core.commands.common import opened_core, print_json, reads_home
 
 NAME = "doctor"
-HELP = "report rows, fragments, versions, unindexed rows, disk bytes per table and journal backlog"
+HELP = (
+    "report rows, fragments, versions, unindexed rows, disk bytes per table, journal backlog and"
+    " config.yaml keys that are not settings"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +45,12 @@ async def collect(core: Any) -> dict[str, Any]:
         report["journal_set_aside"] = writer.set_aside_total
     elif "journal_set_aside" not in health.counts and health.home:
         report["journal_set_aside"] = _set_aside_on_disk(health.home)
+    if health.home:
+        from pathlib import Path
+
+        from stratamem.core.config.loader import unknown_keys
+
+        report["config_unknown_keys"] = unknown_keys(Path(health.home))
     if store is not None:  # in-process owner: full table statistics
         report["tables"] = await store.stats()
         data = core.home / "data"
@@ -72,7 +82,13 @@ def _set_aside_on_disk(home: str) -> int:
 def run(args: argparse.Namespace) -> int:
     async def main() -> int:
         async with opened_core(args) as core:
-            print_json(await collect(core))
+            report = await collect(core)
+        print_json(report)
+        for key in report.get("config_unknown_keys") or ():
+            print(
+                f"stratamem: warning: config.yaml key {key!r} is not a setting (ignored)",
+                file=sys.stderr,
+            )
         return 0
 
     try:

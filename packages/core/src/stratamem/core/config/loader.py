@@ -233,6 +233,12 @@ def overrides_to_tree(overrides: Mapping[str, Any]) -> dict[str, Any]:
     return tree
 
 
+def unknown_keys(home: Path) -> list[str]:
+    """Dotted keys of ``home``'s config.yaml that no default names (a typo is ignored, not an
+    error: the service logs them, ``stratamem doctor`` shows them to the user)."""
+    return _unknown_keys(read_user_config(home / CONFIG_FILE), DEFAULTS)
+
+
 def load_config(home: Path, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Effective config of ``home``: defaults <- config.yaml <- overrides; validated."""
     user = read_user_config(home / CONFIG_FILE)
