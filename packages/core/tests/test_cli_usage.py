@@ -351,3 +351,12 @@ def test_doctor_names_config_keys_that_are_not_settings(tmp_path: Path) -> None:
     assert "'server.idle_exit' is not a setting" in done.stderr
     assert "'retreival' is not a setting" in done.stderr
     assert "tier2_top_k" not in done.stderr
+
+
+def test_a_client_started_service_leaves_no_loose_file_in_run(hermes_home: Path) -> None:
+    """The home is 0700 with 0600 files; ``run/start.json`` (written by the client that starts the
+    service) was 0644."""
+    files = [p for p in (hermes_home / "run").iterdir() if p.is_file()]
+    assert any(p.name == "start.json" for p in files), files
+    loose = {p.name: oct(p.stat().st_mode & 0o777) for p in files if p.stat().st_mode & 0o077}
+    assert loose == {}

@@ -218,7 +218,9 @@ def _start_once(home: Path, argv: Sequence[str] | None) -> int | None:
                 return None  # somebody's start is under way: wait for it
         pid = _spawn(home, argv)
         tmp = run / f"{START_JSON}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps({"pid": pid, "at": time.time(), "by": os.getpid()}))
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # as every home file
+        with os.fdopen(out, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"pid": pid, "at": time.time(), "by": os.getpid()}))
         os.replace(tmp, start)
         return pid
     finally:
