@@ -144,34 +144,21 @@ def _load_config(path: Path) -> Any:
 def _dump_config(path: Path, data: Any) -> None:
     buf = io.StringIO()
     _yaml().dump(data, buf)
-    _write_config(path, buf.getvalue())
+    _atomic_write(path, buf.getvalue(), new_mode=0o600)
 
 
-def _write_config(path: Path, text: str) -> None:
-    """Replace ``config.yaml`` keeping its mode, 0600 when new (Hermes keeps it so: it holds API
-    keys); the temp file is 0600 from its first byte, so no copy is readable meanwhile."""
+def _atomic_write(path: Path, text: str, new_mode: int = 0o644) -> None:
+    """Replace ``path`` keeping its mode (``new_mode`` when new: 0600 for ``config.yaml``, which
+    Hermes keeps so as it holds API keys); the temp file is 0600 from its first byte, so no copy
+    is readable meanwhile."""
     try:
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+        mode = path.stat().st_mode & 0o777 if path.exists() else new_mode
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise StratamemError(
-            ErrorCode.CONFIG_WRITE_FAILED, f"cannot write {path}: {exc}", {"path": str(path)}
-        ) from exc
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        if path.exists():
-            shutil.copymode(path, tmp)
         os.replace(tmp, path)
     except OSError as exc:
         raise StratamemError(
