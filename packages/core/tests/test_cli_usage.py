@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,10 @@ def test_timeline_and_export_find_the_host_namespace(hermes_home: Path) -> None:
     episode = traces[0]["episode_id"]
     shown = cli("timeline", episode, "--home", str(hermes_home))
     assert "is in namespace hermes/default" in shown.stderr and "[user]" in shown.stdout
+    # a time a reader can read (local ISO), not epoch milliseconds
+    first = min(int(t["ts"]) for t in traces if t["episode_id"] == episode)
+    when = datetime.fromtimestamp(first / 1000).astimezone().isoformat(timespec="seconds")
+    assert shown.stdout.startswith(when) and str(first) not in shown.stdout
     missing = cli("timeline", "ep_nope", "--home", str(hermes_home), check=1)
     assert "cli/default, hermes/default" in missing.stderr
 

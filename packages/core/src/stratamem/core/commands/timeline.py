@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from datetime import datetime
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 print_json(dataclasses.asdict(t))
                 continue
-            print(f"{t.ts} {t.id} {t.summary or ''}")
+            print(f"{_when(t.ts)} {t.id} {t.summary or ''}")
             if t.user_text:
                 print(f"  [user] {t.user_text}")
             for c in t.tool_calls:
@@ -72,3 +73,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     return run_async(args, body)
+
+
+def _when(ts_ms: int) -> str:
+    """A trace's time as a reader takes it: local ISO time to the second (``--json`` keeps the
+    epoch milliseconds)."""
+    return datetime.fromtimestamp(ts_ms / 1000).astimezone().isoformat(timespec="seconds")
