@@ -66,7 +66,7 @@ def test_mode_is_full_only_for_a_configured_provider_and_explicit_setting_wins()
     assert host[0] is True and "host" in host[1]
     assert resolve_mode({}, {"llm": {"provider": ""}}) == (
         True,
-        "no LLM provider configured: lightweight",
+        "no LLM provider configured",
     )
     explicit = {"algorithm": {"lightweight_memory": {"enabled": True}}, **cfg}
     assert resolve_mode(explicit, cfg)[0] is True

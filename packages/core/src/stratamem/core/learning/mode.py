@@ -13,7 +13,8 @@ NO_PROVIDER = frozenset({"", "none", "host"})
 
 
 def resolve_mode(user: Mapping[str, Any], effective: Mapping[str, Any]) -> tuple[bool, str]:
-    """``(lightweight, reason)``. ``user`` is what config.yaml and overrides set (before defaults)."""
+    """``(lightweight, reason)``. ``user`` is what config.yaml and overrides set (before defaults);
+    the reason does not repeat the mode (``stratamem health`` prints ``mode: <mode> (<reason>)``)."""
     algo = user.get("algorithm")
     lw = algo.get("lightweight_memory") if isinstance(algo, Mapping) else None
     if isinstance(lw, Mapping) and isinstance(lw.get("enabled"), bool):
@@ -21,7 +22,7 @@ def resolve_mode(user: Mapping[str, Any], effective: Mapping[str, Any]) -> tuple
         return on, f"algorithm.lightweight_memory.enabled={'true' if on else 'false'} in config"
     provider = str((effective.get("llm") or {}).get("provider") or "").strip()
     if provider not in NO_PROVIDER:
-        return False, f"llm.provider={provider} configured: full mode"
+        return False, f"llm.provider={provider} configured"
     if provider == "host":
-        return True, "llm.provider=host (a host-lent LLM alone does not switch modes): lightweight"
-    return True, "no LLM provider configured: lightweight"
+        return True, "llm.provider=host: a host-lent LLM alone does not switch modes"
+    return True, "no LLM provider configured"
