@@ -228,9 +228,11 @@ def _start_once(home: Path, argv: Sequence[str] | None) -> int | None:
         os.close(fd)
 
 
-#: how ``stratamem serve`` starts its typed start-up error (``[code] message``) and its ready line
-SERVE_ERROR_PREFIX = "stratamem serve: ["
-SERVE_READY_PREFIX = "stratamem serve: ready"
+#: how ``stratamem serve`` starts its log lines; its typed start-up error follows it as
+#: ``[code] message`` (``str(StratamemError)``), its ready line as ``ready (pid N)``
+SERVE_PREFIX = "stratamem serve: "
+SERVE_ERROR_PREFIX = SERVE_PREFIX + "["
+SERVE_READY_PREFIX = SERVE_PREFIX + "ready"
 
 
 def _last_log_line(home: Path) -> str:
@@ -246,7 +248,7 @@ def _last_log_line(home: Path) -> str:
         if line.startswith(SERVE_READY_PREFIX):
             break  # an earlier run's start: this one left no typed error
         if line.startswith(SERVE_ERROR_PREFIX):
-            return line.removeprefix("stratamem serve: ")[:300]
+            return line.removeprefix(SERVE_PREFIX)[:300]
     return lines[-1][-300:] if lines else "no output"
 
 

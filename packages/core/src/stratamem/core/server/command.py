@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.client import SERVE_PREFIX, SERVE_READY_PREFIX
 from stratamem.core.commands.common import reads_home
 from stratamem.core.config.settings import Section
 
@@ -50,7 +51,7 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
 
 
 def _owned_message(home: object, pid: object, sock: object) -> str:
-    return f"stratamem serve: {home} is already served by process {pid}" + (
+    return f"{SERVE_PREFIX}{home} is already served by process {pid}" + (
         f" on {sock}" if sock else ""
     )
 
@@ -151,7 +152,7 @@ def serve_banner(home: Any, info: dict[str, Any], viewer_url: str | None) -> str
     import os
 
     lines = [
-        f"stratamem serve: ready (pid {os.getpid()})",
+        f"{SERVE_READY_PREFIX} (pid {os.getpid()})",
         f"  home:    {home}",
         f"  data:    {home}/data",
         f"  logs:    {home}/logs",
@@ -172,7 +173,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(serve(args))
     except StratamemError as err:
-        print(f"stratamem serve: {err}", file=sys.stderr)
+        print(f"{SERVE_PREFIX}{err}", file=sys.stderr)  # the client quotes this line
         return 2
 
 
