@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.files import mode_of, write_atomic
 
 PLUGIN_NAME = "stratamem"
 #: Marker in the files we write, so uninstall never deletes a folder we did not create.
@@ -149,17 +150,9 @@ def _dump_config(path: Path, data: Any) -> None:
 
 def _atomic_write(path: Path, text: str, new_mode: int = 0o644) -> None:
     """Replace ``path`` keeping its mode (``new_mode`` when new: 0600 for ``config.yaml``, which
-    Hermes keeps so as it holds API keys); the temp file is 0600 from its first byte, so no copy
-    is readable meanwhile."""
+    Hermes keeps so as it holds API keys)."""
     try:
-        mode = path.stat().st_mode & 0o777 if path.exists() else new_mode
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        write_atomic(path, text, mode_of(path, new_mode))
     except OSError as exc:
         raise StratamemError(
             ErrorCode.CONFIG_WRITE_FAILED, f"cannot write {path}: {exc}", {"path": str(path)}

@@ -16,6 +16,7 @@ from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit import jsplugin, tools
+from stratamem.contract.hostkit.files import mode_of, write_atomic
 from stratamem.contract.hostkit.home import socket_path_for
 from stratamem.openclaw.json5edit import Json5Document
 
@@ -110,26 +111,6 @@ def _read_config(home: Path) -> tuple[Path, Json5Document, str]:
     return path, Json5Document(original), original
 
 
-def _write_config(path: Path, data: str, mode: int) -> None:
-    """Replace ``openclaw.json`` (or write its backup) with ``mode``, the original file's: it holds
-    API keys and the gateway token, and a plain write under a 022 umask made a 0600 file 0644."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".stratamem-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data.encode("utf-8"))
-    os.chmod(tmp, mode)  # O_CREAT's mode is masked by the umask
-    os.replace(tmp, path)
-
-
-def _config_mode(path: Path) -> int:
-    """The permission bits to keep: the existing file's, else 0600 (it will hold secrets)."""
-    try:
-        return path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        return 0o600
-
-
 def install(
     openclaw_home: str | os.PathLike[str] | None = None,
     *,
@@ -182,10 +163,11 @@ def install(
         if not dry_run:
             jsplugin.npm_install(plugin_dir, npm)
     if doc.text != original and not dry_run:
-        mode = _config_mode(cfg_path)
+        # the original's mode (it holds API keys and the gateway token), 0600 for a new file
+        mode = mode_of(cfg_path, 0o600)
         if original and not (cfg_path.with_name("openclaw.json.stratamem.bak")).exists():
-            _write_config(cfg_path.with_name("openclaw.json.stratamem.bak"), original, mode)
-        _write_config(cfg_path, doc.text, mode)
+            write_atomic(cfg_path.with_name("openclaw.json.stratamem.bak"), original, mode)
+        write_atomic(cfg_path, doc.text, mode)
     return report
 
 
@@ -217,5 +199,5 @@ def uninstall(
                 )
             shutil.rmtree(plugin_dir)
     if doc.text != original and not dry_run:
-        _write_config(cfg_path, doc.text, _config_mode(cfg_path))
+        write_atomic(cfg_path, doc.text, mode_of(cfg_path, 0o600))
     return report

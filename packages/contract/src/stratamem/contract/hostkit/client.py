@@ -34,6 +34,7 @@ from typing import Any
 
 from stratamem.contract import __version__ as CONTRACT_VERSION
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.files import write_atomic
 from stratamem.contract.hostkit.home import make_dirs, pid_alive
 
 OWNER_LOCK = "owner.lock"
@@ -217,11 +218,8 @@ def _start_once(home: Path, argv: Sequence[str] | None) -> int | None:
             if pid > 0 and _pid_alive(pid) and time.time() - at < START_STALE_S:
                 return None  # somebody's start is under way: wait for it
         pid = _spawn(home, argv)
-        tmp = run / f"{START_JSON}.{os.getpid()}.tmp"
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # as every home file
-        with os.fdopen(out, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"pid": pid, "at": time.time(), "by": os.getpid()}))
-        os.replace(tmp, start)
+        record = json.dumps({"pid": pid, "at": time.time(), "by": os.getpid()})
+        write_atomic(start, record, 0o600)  # as every home file
         return pid
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)

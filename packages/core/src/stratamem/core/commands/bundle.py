@@ -19,6 +19,7 @@ from typing import Any
 
 from stratamem.contract.dtos import ListQuery, Namespace, ToolCall, TurnResult, trace_cursor
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.files import write_atomic
 from stratamem.contract.protocol import MemoryCore
 from stratamem.core.commands.common import namespace_of, print_json, reads_home, run_async
 
@@ -171,22 +172,6 @@ async def import_bundle(
     return {"imported": imported, "skipped": skipped}
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write ``path`` as 0600 through a temp file and a rename: the bundle holds every memory of the
-    home (whose own files are 0600), so the umask must not make it readable by other users, and an
-    interrupted export must not leave half a bundle."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _named_namespace(args: argparse.Namespace) -> Namespace | None:
     return namespace_of(args) if getattr(args, "namespace", None) else None
 
@@ -206,7 +191,8 @@ def run_export(args: argparse.Namespace) -> int:
         if args.out:
             text = json.dumps(bundle, ensure_ascii=False, default=str)
             try:
-                write_private(args.out, text)
+                # 0600: the bundle holds every memory of a home whose own files are 0600
+                write_atomic(args.out, text, 0o600)
             except OSError as exc:
                 raise StratamemError(
                     ErrorCode.WRITE_FAILED, f"cannot write {args.out}: {exc}"
