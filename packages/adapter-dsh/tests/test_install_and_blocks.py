@@ -28,7 +28,7 @@ def test_install_prints_a_patch_row_with_every_key_and_the_dsh_home(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh"))
-    assert main(["dsh", "install", "--profile", "work", "--no-npm"]) == 0
+    assert main(["dsh", "install", "--profile", "work", "--skip-npm"]) == 0
     out = capsys.readouterr().out
     installed = tmp_path / "dsh" / "stratamem" / "plugin"
     assert f'name: "{installed / "index.mjs"}"' in out

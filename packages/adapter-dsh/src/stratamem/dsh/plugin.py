@@ -33,7 +33,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--plugin-dir", default=None, help="where to install the plugin (default: <home>/plugin)"
     )
     p.add_argument(
-        "--no-npm", action="store_true", help="do not run npm install for its gRPC client"
+        "--skip-npm",
+        "--no-npm",  # the first spelling; OpenClaw's installer says --skip-npm
+        dest="skip_npm",
+        action="store_true",
+        help="do not run npm install for its gRPC client",
     )
 
 
@@ -44,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         target = Path(args.plugin_dir).absolute() if args.plugin_dir else None
         target = target or install.plugin_dir(args.dsh_home)
-        changes = install.install_plugin(target, run_npm=not args.no_npm)
+        changes = install.install_plugin(target, run_npm=not args.skip_npm)
         print(
             json.dumps({"action": "install", "plugin": str(target), "changes": changes}),
             file=sys.stderr,
