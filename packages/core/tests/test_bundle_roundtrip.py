@@ -81,6 +81,10 @@ def test_export_covers_every_namespace_and_import_is_idempotent_by_id(
     # and the re-export of the imported home imports back into it as nothing new
     path.write_text(json.dumps(again))
     assert _import(b, path, capsys) == {"imported": 0, "skipped": 4}
+    # ... and into the home it came from (b gave the traces new ids): still nothing new
+    assert {t["id"] for t in again["traces"]}.isdisjoint(t["id"] for t in bundle["traces"])
+    assert _import(a, path, capsys) == {"imported": 0, "skipped": 4}
+    assert len(_export(a, capsys)[0]["traces"]) == 4
 
 
 def test_ingest_rerun_reports_lines_already_ingested(

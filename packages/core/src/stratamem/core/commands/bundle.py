@@ -2,8 +2,10 @@
 
 Export writes traces, episodes, policies, world models and skills of every namespace of the home (or
 of the one ``--namespace`` names) and says what it wrote. Import replays each trace as a captured turn
-into its owner namespace (idempotent by trace id, original session and time kept); learned layers are
-re-derived from the traces by the learning pipeline rather than copied, so they stay consistent.
+into its owner namespace (idempotent by trace id, original session and time kept; a trace that came
+back through another home, under that home's id, is known by its session, time and text); learned
+layers are re-derived from the traces by the learning pipeline rather than copied, so they stay
+consistent.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ EXPORT_HELP = "write a JSON bundle of the home's memories (every namespace unles
 IMPORT_HELP = "import a JSON bundle written by `stratamem export` (idempotent)"
 BUNDLE_VERSION = 1
 PAGE = 200
+#: the user text of an imported trace that had none (a turn needs one)
+IMPORTED_TURN = "(imported turn)"
 
 
 def configure_export(parser: argparse.ArgumentParser) -> None:
@@ -103,6 +107,21 @@ def _owner_ns(trace: dict[str, Any]) -> Namespace:
     return Namespace(agent_kind=kind, profile_id=profile)
 
 
+def _user_text(trace: Any) -> str:
+    text = trace.get("user_text") if isinstance(trace, dict) else trace.user_text
+    return str(text or "") or IMPORTED_TURN
+
+
+def _same_turn(trace: Any) -> tuple[str, int, str, str]:
+    """What one captured turn is, whichever home gave it its id: an import into another home
+    allocates new ids but keeps the session, the time and the texts."""
+    if isinstance(trace, dict):
+        sid, ts, agent = trace.get("session_id"), trace.get("ts"), trace.get("agent_text")
+    else:
+        sid, ts, agent = trace.session_id, trace.ts, trace.agent_text
+    return (str(sid), int(ts or 0), _user_text(trace), str(agent or ""))
+
+
 def _turn_of(trace: dict[str, Any], ns: Namespace) -> TurnResult:
     calls = tuple(
         ToolCall(
@@ -123,7 +142,7 @@ def _turn_of(trace: dict[str, Any], ns: Namespace) -> TurnResult:
         tool_calls=calls,
         reflection=trace.get("reflection"),
         turn_key=f"import:{trace['id']}",
-        user_text=str(trace.get("user_text") or "") or "(imported turn)",
+        user_text=_user_text(trace),
     )
 
 
@@ -141,11 +160,13 @@ async def import_bundle(
     traces = bundle.get("traces")
     if not isinstance(traces, list):
         raise StratamemError(ErrorCode.INVALID_ARGUMENT, "bundle.traces must be a list")
-    known: dict[Namespace, set[str]] = {}
+    known: dict[Namespace, set[Any]] = {}
 
-    async def ids_in(target: Namespace) -> set[str]:
+    async def ids_in(target: Namespace) -> set[Any]:
+        """The target namespace's trace ids and turns (see ``_same_turn``)."""
         if target not in known:
-            known[target] = {t.id for t in await _all_traces(core, target)}
+            rows = await _all_traces(core, target)
+            known[target] = {t.id for t in rows} | {_same_turn(t) for t in rows}
         return known[target]
 
     imported = skipped = 0
@@ -158,14 +179,14 @@ async def import_bundle(
             continue
         target = ns or _owner_ns(t)
         have = await ids_in(target)
-        if str(t["id"]) in have:
+        if str(t["id"]) in have or _same_turn(t) in have:
             skipped += 1
             continue
         ack = await core.turn_end(_turn_of(t, target))
         if not ack.trace_id or ack.trace_id in have:
             skipped += 1  # acknowledged before: the import of this trace already ran
             continue
-        have.add(ack.trace_id)
+        have |= {ack.trace_id, _same_turn(t)}
         imported += 1
     skipped += sum(1 for t in traces if not isinstance(t, dict))
     await core.flush()
