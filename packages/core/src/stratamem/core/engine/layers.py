@@ -85,6 +85,7 @@ async def set_policy_status(
             {"policy_id": policy_id},
         )
     await svc.store.update("policies", policy_id, {"status": status, "updated_at": now_ms()})
+    audit("policy.status_changed", namespace=ns, target=policy_id, status=status)
     return await get_policy(svc, policy_id, ns)
 
 

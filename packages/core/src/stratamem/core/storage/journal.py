@@ -25,6 +25,7 @@ from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.ownership import owner_namespace
 from stratamem.core.storage.sqlite import Database
 from stratamem.core.telemetry import get_logger, span
+from stratamem.core.telemetry.audit import audit
 
 _log = get_logger("journal")
 
@@ -155,12 +156,14 @@ class JournalWriter:
             self.pending[int(r["seq"])] = _entry(r)
         self.set_aside_total = int(await self._db(self.db.journal_set_aside_count))
         self._wake.set()
+        audit("journal.requeued", target=[str(r["seq"]) for r in rows])
         return len(rows)
 
     async def discard_set_aside(self, seqs: Sequence[int] | None = None) -> int:
         """Drop set-aside entries for good (an admin decision; their turn keys stay known)."""
         n = int(await self._db(lambda: self.db.journal_discard(seqs)))
         self.set_aside_total = int(await self._db(self.db.journal_set_aside_count))
+        audit("journal.discarded", target=None if seqs is None else [str(s) for s in seqs], count=n)
         return n
 
     # -- waiting ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Admin actions, one line each, to ``<home>/logs/audit.log`` (the ``audit`` channel).
 
-Deletes, config changes, skill archives and refused tokens/namespaces: who did what to which rows.
+Deletes, config changes, skill archives, policy status changes, journal retries and discards, and
+refused tokens/namespaces (gRPC and viewer): who did what to which rows.
 Values are never written (a config change lists its keys only); redaction applies as everywhere.
 """
 

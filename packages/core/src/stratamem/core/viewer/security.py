@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.server.auth import OWNER, Principal
+from stratamem.core.telemetry.audit import audit
 from stratamem.core.viewer.http import HttpError, Request
 
 COOKIE = "stratamem_viewer_token"
@@ -63,6 +64,19 @@ def check_bind(host: str, tokens: Tokens) -> None:
         )
 
 
+def refused(req: Request, err: HttpError) -> None:
+    """Audit a refused viewer request: a bad or missing token (401) or an access refusal (403)."""
+    audit(
+        "token.refused" if err.status == 401 else "viewer.refused",
+        actor="viewer",
+        method=req.method,
+        path=req.path[:200],
+        peer=req.peer,
+        status=err.status,
+        reason=err.message,
+    )
+
+
 class Guard:
     """Per-request checks; raises a typed ``HttpError`` (401/403) and the request changes nothing."""
 
@@ -96,7 +110,15 @@ class Guard:
         return Principal("token", scope)
 
     def check(self, req: Request) -> None:
-        """Authenticate ``req`` and set what it may see (``req.access``); raise 401/403 otherwise."""
+        """Authenticate ``req`` and set what it may see (``req.access``); raise 401/403 otherwise
+        (each refusal goes to ``audit.log``, like the gRPC service's)."""
+        try:
+            self._check(req)
+        except HttpError as err:
+            refused(req, err)
+            raise
+
+    def _check(self, req: Request) -> None:
         token = self.token_of(req)
         if is_loopback(req.peer):
             if token is not None and self.tokens:

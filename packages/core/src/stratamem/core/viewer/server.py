@@ -38,7 +38,7 @@ from stratamem.core.viewer.http import (
 from stratamem.core.viewer.logs import LogHub
 from stratamem.core.viewer.metrics import Metrics
 from stratamem.core.viewer.routes import ROUTES, Route
-from stratamem.core.viewer.security import COOKIE, Guard, Tokens, check_bind
+from stratamem.core.viewer.security import COOKIE, Guard, Tokens, check_bind, refused
 
 _log = get_logger("viewer")
 HEARTBEAT_S = 15.0
@@ -192,12 +192,14 @@ class ViewerServer:
         async def handle(request: web.Request) -> web.StreamResponse:
             req = request[VIEW]
             if route.owner_only and not req.access.unrestricted:
-                raise HttpError(
+                err = HttpError(
                     403,
                     ErrorCode.PERMISSION_DENIED,
                     f"{route.path} is the home owner's; this token is scoped to some namespaces",
                     {"namespaces": list(req.access.namespaces)},
                 )
+                refused(req, err)
+                raise err
             req.params = dict(request.match_info)
             for field in required:
                 if not req.query.get(field, "").strip():
