@@ -180,6 +180,8 @@ def test_every_view_in_chromium_and_the_edits_it_makes(
     assert len(keys) == len(set(keys)), keys
     assert len({i["seq"] for i in items}) == len(items)
     assert result["eventStreams"] and all("since=" in u for u in result["eventStreams"])
+    # the overview shows the capture journal's set-aside entries next to its backlog
+    assert result["kpis"].get("Journal set aside") == "0", result["kpis"]
     assert set(result["views"]) == {
         "overview",
         "memories",

@@ -59,6 +59,10 @@ try {
     })),
   );
   result.eventStreams = eventStreams;
+  await page.waitForSelector("[data-kpi]", { timeout: 20000 });
+  result.kpis = Object.fromEntries(
+    await page.locator("[data-kpi]").evaluateAll((els) => els.map((e) => [e.dataset.kpi, e.querySelector("b")?.textContent])),
+  );
 
   for (const [view, ready] of Object.entries(VIEWS)) {
     await page.goto(`${url}#/${view}`);

@@ -28,6 +28,7 @@ export function overview(root: HTMLElement): () => void {
         ["World models", c.world_models],
         ["Skills", c.skills],
         ["Journal backlog", sys.health.journal_backlog],
+        ["Journal set aside", c.journal_set_aside],
         ["Mode", sys.health.mode],
       ];
       for (const [label, value] of cards) {
@@ -36,6 +37,15 @@ export function overview(root: HTMLElement): () => void {
         );
       }
       clear(hint);
+      if (c.journal_set_aside) {
+        hint.append(
+          empty(
+            `${c.journal_set_aside} capture-journal entries set aside`,
+            "They failed every retry and are kept, not applied: `stratamem journal list` shows " +
+              "each with its last error; `stratamem journal retry` or `discard` settles them.",
+          ),
+        );
+      }
       if (!c.traces) {
         hint.append(
           empty(
