@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -71,7 +72,11 @@ class EngineServices:
         )
         #: set once the core is shut down; every public call then raises ``already_shut_down``
         self.shut = False
-        self._session_locks: dict[str, asyncio.Lock] = {}
+        #: weak: a session's lock lives while a call holds or awaits it, so sessions that are
+        #: never closed leave nothing behind
+        self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         #: callbacks freeing other per-session state when a session closes (turn-start results)
         self.on_session_closed: list[Callable[[str], None]] = []
 
@@ -114,10 +119,8 @@ class EngineServices:
         return lk
 
     def forget_session(self, session_id: str) -> None:
-        """A session closed: free its lock (unless a call holds it) and the learner's state."""
-        lk = self._session_locks.get(session_id)
-        if lk is not None and not lk.locked():
-            del self._session_locks[session_id]
+        """A session closed: free its turn-start results and the learner's state (its lock goes
+        by itself once no call holds it)."""
         for hook in self.on_session_closed:
             hook(session_id)
         if self.learner is not None:

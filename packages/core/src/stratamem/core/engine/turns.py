@@ -27,10 +27,26 @@ _log = get_logger("core")
 
 class TurnStarts:
     """In-flight and finished ``turn_start`` results per (session, turn key): the latest key of
-    each session only, so a retry gets the same answer without a second route."""
+    each session only, so a retry gets the same answer without a second route. Bounded: past
+    ``max_sessions`` the least recently started session's finished result goes (a session that
+    is never closed idles out; a late retry is routed idempotently and recalls again)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_sessions: int = 1024) -> None:
+        self.max_sessions = max_sessions
         self.results: dict[tuple[str, str], tuple[str, asyncio.Future[RetrievalResult]]] = {}
+
+    def remember(
+        self, key: tuple[str, str], entry: tuple[str, asyncio.Future[RetrievalResult]]
+    ) -> None:
+        """Hold ``key``'s result as its session's latest (dicts keep insertion order: oldest first)."""
+        for k in [k for k in self.results if k[0] == key[0]]:
+            del self.results[k]
+        self.results[key] = entry
+        while len(self.results) > self.max_sessions:
+            oldest = next(iter(self.results))
+            if not self.results[oldest][1].done():
+                break  # in flight: it finishes on its own and goes with a later start
+            del self.results[oldest]
 
     def forget(self, session_id: str) -> None:
         """Drop a closed session's finished result (an in-flight one finishes on its own)."""
@@ -234,8 +250,7 @@ async def turn_start(
         return await asyncio.shield(fut)
     fut = asyncio.get_running_loop().create_future()
     if key is not None:
-        starts.results = {k: v for k, v in starts.results.items() if k[0] != key[0]}
-        starts.results[key] = (turn.user_text, fut)
+        starts.remember(key, (turn.user_text, fut))
     try:
         with span("turn_start", session=turn.session_id, deadline_at=turn.deadline_at):
             # recall reads neither the episode nor anything routing writes (the session is the

@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 import sqlite3
-from collections import defaultdict
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,20 +37,33 @@ class _Track:
     last_success: int | None = None
 
 
-class BurstTracker:
-    """Per (tool, session): failures within the last ``window`` steps, reset by a success."""
+@dataclass
+class _Session:
+    step: int = 0
+    tracks: dict[str, _Track] = field(default_factory=dict)
 
-    def __init__(self, threshold: int = 3, window: int = 5) -> None:
+
+class BurstTracker:
+    """Per (tool, session): failures within the last ``window`` steps, reset by a success.
+
+    Bounded: past ``max_sessions`` the least recently active session is forgotten (a session that
+    is never closed idles out; its step window is long gone by then)."""
+
+    def __init__(self, threshold: int = 3, window: int = 5, max_sessions: int = 4096) -> None:
         self.threshold = threshold
         self.window = window
-        self._steps: dict[str, int] = defaultdict(int)
-        self._tracks: dict[tuple[str, str], _Track] = defaultdict(_Track)
+        self.max_sessions = max_sessions
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
 
     def record(self, session_id: str, tool: str, success: bool) -> bool:
         """Record one outcome; ``True`` when it completes a burst."""
-        self._steps[session_id] += 1
-        step = self._steps[session_id]
-        tr = self._tracks[(tool, session_id)]
+        sess = self._sessions.pop(session_id, None) or _Session()
+        self._sessions[session_id] = sess  # the most recently active last
+        while len(self._sessions) > self.max_sessions:
+            self._sessions.popitem(last=False)
+        sess.step += 1
+        step = sess.step
+        tr = sess.tracks.setdefault(tool, _Track())
         start = step - self.window + 1
         if success:
             tr.last_success = step
@@ -62,16 +75,16 @@ class BurstTracker:
         return len(tr.failures) >= self.threshold and no_success
 
     def clear(self, session_id: str, tool: str) -> None:
-        self._tracks.pop((tool, session_id), None)
+        sess = self._sessions.get(session_id)
+        if sess is not None:
+            sess.tracks.pop(tool, None)
 
     def forget_session(self, session_id: str) -> None:
         """Free a closed or idle session's step counter and tracks."""
-        self._steps.pop(session_id, None)
-        for key in [k for k in self._tracks if k[1] == session_id]:
-            del self._tracks[key]
+        self._sessions.pop(session_id, None)
 
     def __len__(self) -> int:
-        return len(self._steps) + len(self._tracks)
+        return len(self._sessions) + sum(len(s.tracks) for s in self._sessions.values())
 
 
 @dataclass(frozen=True, slots=True)
