@@ -178,7 +178,7 @@ class LocalCore:
             applied = 0
         if self.learner is not None:  # fire feedback windows, run reward/L2/L3/skills now
             await self.learner.flush(timeout_s)
-        return FlushResult(applied=applied, backlog=len(self.journal.pending))
+        return FlushResult(applied=applied, backlog=self.journal.backlog())
 
     async def health(self) -> Health:
         self._alive()
@@ -203,7 +203,7 @@ class LocalCore:
             namespace=self.services.default_namespace,
             llm=llm_health,
             embedder=self._embed_health,
-            journal_backlog=len(self.journal.pending),
+            journal_backlog=self.journal.backlog(),
             counts=counts,
         )
 

@@ -66,7 +66,12 @@ class JournalWriter:
         #: seq -> (failed attempts, monotonic time of the next try) for entries that failed
         self._failing: dict[int, tuple[int, float]] = {}
         self._loaded_upto = 0
+        #: unapplied entries past ``_loaded_upto`` still only on disk (start-up replays in pages);
+        #: they count in the backlog and every wait for "applied up to" includes them
         self._more_on_disk = False
+        self._unloaded = 0
+        #: the newest entry on disk at start-up: a read waits for the replay up to it
+        self._replay_top = 0
         self._next_housekeeping = 0.0
         self._wake = asyncio.Event()
         self._applied = asyncio.Condition()
@@ -82,6 +87,7 @@ class JournalWriter:
         """Load the first page of unapplied entries (replay), start the loop; returns how many
         entries were pending at start-up."""
         backlog = int(await self._db(self.db.journal_backlog))
+        self._replay_top = int(await self._db(self.db.journal_last_pending))
         self.set_aside_total = int(await self._db(self.db.journal_set_aside_count))
         await self._load_page()
         self._task = asyncio.create_task(self._loop(), name="stratamem-journal-writer")
@@ -117,7 +123,19 @@ class JournalWriter:
             self._loaded_upto = max(self._loaded_upto, seq)
         if after_seq is None:
             self._more_on_disk = len(rows) == page
+            upto = self._loaded_upto
+            beyond = (
+                int(await self._db(lambda: self.db.journal_backlog(after_seq=upto)))
+                if self._more_on_disk
+                else 0
+            )
+            # entries committed since start-up are on disk and in memory: count them once
+            self._unloaded = max(0, beyond - sum(1 for s in self.pending if s > upto))
         return len(rows)
+
+    def backlog(self) -> int:
+        """Acknowledged entries not yet applied (in memory or still on disk), set-aside excluded."""
+        return len(self.pending) + (self._unloaded if self._more_on_disk else 0)
 
     # -- intake ----------------------------------------------------------------------------
     def add_committed(self, entries: list[dict[str, Any]]) -> None:
@@ -168,7 +186,10 @@ class JournalWriter:
 
     # -- waiting ---------------------------------------------------------------------------
     def _settled(self, upto_seq: int) -> bool:
-        """No entry <= ``upto_seq`` is still on its way (failing entries are not waited for)."""
+        """No entry <= ``upto_seq`` is still on its way (failing entries are not waited for), nor
+        still on disk waiting for its replay page."""
+        if self._more_on_disk and self._loaded_upto < min(upto_seq, self._replay_top):
+            return False  # (entries committed since start-up are all in memory)
         return not any(s <= upto_seq and s not in self._failing for s in self.pending)
 
     async def wait_applied(self, upto_seq: int, timeout_s: float) -> bool:
@@ -189,7 +210,7 @@ class JournalWriter:
             return False
 
     async def drain(self, timeout_s: float | None = None) -> int:
-        target = max(self.pending, default=0)
+        target = self.max_seq()  # past the replay pages still on disk
         before = self.applied_total
         ok = await self.wait_applied(target, timeout_s if timeout_s is not None else 3600.0)
         if not ok:
@@ -197,7 +218,9 @@ class JournalWriter:
         return self.applied_total - before
 
     def max_seq(self) -> int:
-        return max(self.pending, default=0)
+        """The newest acknowledged entry not yet applied (past every replay page still on disk)."""
+        top = max(self.pending, default=0)
+        return max(top, self._replay_top) if self._more_on_disk else top
 
     # -- the loop --------------------------------------------------------------------------
     async def _loop(self) -> None:

@@ -279,10 +279,19 @@ class Database:
             (after_seq, limit),
         )
 
-    def journal_backlog(self) -> int:
+    def journal_last_pending(self) -> int:
+        """The newest unapplied (and not set-aside) entry's seq, 0 when there is none."""
+        row = self.query(
+            "SELECT max(seq) FROM journal WHERE applied_at IS NULL AND set_aside_at IS NULL"
+        )
+        return int(row[0][0] or 0)
+
+    def journal_backlog(self, after_seq: int = 0) -> int:
         return int(
             self.query(
-                "SELECT count(*) FROM journal WHERE applied_at IS NULL AND set_aside_at IS NULL"
+                "SELECT count(*) FROM journal"
+                " WHERE applied_at IS NULL AND set_aside_at IS NULL AND seq > ?",
+                (after_seq,),
             )[0][0]
         )
 
