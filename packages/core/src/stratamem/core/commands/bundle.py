@@ -33,8 +33,20 @@ PAGE = 200
 IMPORTED_TURN = "(imported turn)"
 
 
+#: how long export waits for the capture journal to be applied (a start-up replay) by default
+EXPORT_WAIT_S = 600.0
+
+
 def configure_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="file to write (default stdout)")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=EXPORT_WAIT_S,
+        metavar="SECONDS",
+        help="wait this long for acknowledged turns still in the journal (a restart's replay) "
+        f"to be applied; past it, export fails and writes nothing (default {EXPORT_WAIT_S:g})",
+    )
 
 
 def configure_import(parser: argparse.ArgumentParser) -> None:
@@ -69,17 +81,33 @@ async def _all_traces(core: MemoryCore, ns: Namespace | None) -> list[Any]:
         after = trace_cursor(page[-1])
 
 
-async def export_bundle(core: MemoryCore, ns: Namespace | None) -> dict[str, Any]:
-    """Every namespace of the home unless ``ns`` names one."""
+async def export_bundle(
+    core: MemoryCore, ns: Namespace | None, wait_s: float = EXPORT_WAIT_S
+) -> dict[str, Any]:
+    """Every namespace of the home unless ``ns`` names one, with every acknowledged turn: the
+    journal is flushed first (up to ``wait_s``), and a trace listing made while a restart's replay
+    is still on disk refuses (``deadline_exceeded``) rather than leave turns out of the backup."""
 
     def dump(items: list[Any]) -> list[dict[str, Any]]:
         return [dataclasses.asdict(i) for i in items]
 
+    await core.flush(timeout_s=max(0.0, min(wait_s, 3600.0)))
+    try:
+        traces = await _all_traces(core, ns)
+    except StratamemError as exc:
+        if exc.code is not ErrorCode.DEADLINE_EXCEEDED:
+            raise
+        raise StratamemError(
+            exc.code,
+            f"export refused, nothing written: acknowledged turns are not all applied after "
+            f"waiting {wait_s:g}s (--wait): {exc.message}",
+            exc.details,
+        ) from exc
     return {
         "version": BUNDLE_VERSION,
         "exported_at": int(time.time() * 1000),
         "namespace": dataclasses.asdict(ns) if ns is not None else None,
-        "traces": dump(await _all_traces(core, ns)),
+        "traces": dump(traces),
         "episodes": dump(await _all(core.list_episodes, ns)),
         "policies": dump(await _all(core.list_policies, ns)),
         "world_models": dump(await _all(core.list_world_models, ns)),
@@ -208,7 +236,7 @@ def run_export(args: argparse.Namespace) -> int:
         return 2
 
     async def body(core: MemoryCore) -> int:
-        bundle = await export_bundle(core, _named_namespace(args))
+        bundle = await export_bundle(core, _named_namespace(args), args.wait)
         if args.out:
             text = json.dumps(bundle, ensure_ascii=False, default=str)
             try:

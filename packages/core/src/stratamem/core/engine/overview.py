@@ -105,6 +105,7 @@ async def row_owner(svc: EngineServices, table: str, row_id: str) -> Namespace |
     if table in ("sessions", "episodes"):
         return await sessions.owner_of(svc, table, row_id)
     if table == "traces":
+        await svc.wait_for_replay(f"owner of trace {row_id}")
         for r in svc.journal.pending_rows("trace"):
             if r.get("id") == row_id:
                 return _owner(r)

@@ -152,6 +152,24 @@ class EngineServices:
         with contextlib.suppress(TimeoutError):
             await self.journal.drain(timeout_s)
 
+    async def wait_for_replay(self, what: str) -> None:
+        """Consistency barrier for reads that merge LanceDB with the journal's in-memory rows:
+        while start-up replay pages are still on disk, wait for them (``journal.replay_read_wait_s``),
+        then refuse with ``deadline_exceeded`` rather than answer without acknowledged turns."""
+        if not self.journal.replaying():
+            return
+        wait = float(self.config["journal"]["replay_read_wait_s"])
+        if await self.journal.wait_replayed(wait):
+            return
+        backlog = self.journal.backlog()
+        raise StratamemError(
+            ErrorCode.DEADLINE_EXCEEDED,
+            f"{what}: the journal is still replaying {backlog} acknowledged entries after a "
+            f"restart (waited {wait:g}s, journal.replay_read_wait_s); an answer now would miss "
+            "some of them, retry shortly (`stratamem health` shows journal_backlog)",
+            {"journal_backlog": backlog},
+        )
+
     async def wait_for_writes(self, deadline_at: int | None) -> list[dict[str, Any]]:
         """Wait (within ~half the remaining budget) for every acknowledged turn to be applied;
         return the rows still pending so a reader can search them too."""

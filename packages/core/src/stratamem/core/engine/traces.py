@@ -1,7 +1,8 @@
 """Queries over traces: get, an episode's timeline, list, update and delete.
 
-Every read merges LanceDB with the journal's still-pending rows (read-your-writes) and shows only
-what the caller's namespace may see; deletes are the owner's only.
+Every read merges LanceDB with the journal's still-pending rows (read-your-writes; during a paged
+start-up replay it first waits for the pages still on disk) and shows only what the caller's
+namespace may see; deletes are the owner's only.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ async def trace_rows(
 
     Pending rows are snapshotted *before* LanceDB is read: a row applied while the read runs is
     then in one of the two (never in neither)."""
+    await svc.wait_for_replay("reading traces")
     wanted = set(ids)
     scope = read_scope(ns, all_ns)
     pend = [r for r in svc.journal.pending_rows("trace") if r["id"] in wanted and scope.accepts(r)]
@@ -89,6 +91,7 @@ async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> l
         like = quote("%" + query.q.lower().replace("%", "") + "%")
         where.append(f"(lower(summary) LIKE {like} OR lower(user_text) LIKE {like})")
     cursor = _cursor(query.after) if query.after else None
+    await svc.wait_for_replay("list_traces")
     if cursor is not None:
         ts, tid = cursor
         where.append(f"(ts < {ts} OR (ts = {ts} AND id < {quote(tid)}))")
@@ -166,6 +169,7 @@ async def delete_traces(svc: EngineServices, trace_ids: Sequence[str], ns: Names
     if not ids:
         return 0
     owned = Scope.owned(ns)
+    await svc.wait_for_replay("delete_traces")  # a trace still on disk would come back after
     async with svc.journal.write_lock:
         stored = await svc.store.get_rows("traces", ids, owned)
         pend = [

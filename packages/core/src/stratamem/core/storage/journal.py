@@ -217,6 +217,17 @@ class JournalWriter:
             raise TimeoutError
         return self.applied_total - before
 
+    def replaying(self) -> bool:
+        """Acknowledged entries are still only on disk (start-up replays in pages): a read that
+        merges the in-memory pending rows with LanceDB would miss them."""
+        return self._more_on_disk and self._loaded_upto < self._replay_top
+
+    async def wait_replayed(self, timeout_s: float) -> bool:
+        """True once no acknowledged entry is left only on disk (within ``timeout_s``)."""
+        if not self.replaying():
+            return True
+        return await self.wait_applied(self._replay_top, timeout_s)
+
     def max_seq(self) -> int:
         """The newest acknowledged entry not yet applied (past every replay page still on disk)."""
         top = max(self.pending, default=0)
