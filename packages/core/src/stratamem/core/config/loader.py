@@ -17,6 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.files import create_whole
 from stratamem.core.config.defaults import DEFAULTS, defaults
 from stratamem.core.telemetry import get_logger
 
@@ -255,11 +256,8 @@ def load_config(home: Path, overrides: Mapping[str, Any] | None = None) -> dict[
 def ensure_config_file(home: Path) -> Path:
     """Create ``config.yaml`` (mode 0600) with a short header if missing; tighten mode if present."""
     path = home / CONFIG_FILE
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(_HEADER)
-    else:
+    # two processes opening a fresh home both get here: one creates it, the other keeps that one
+    if path.exists() or not create_whole(path, _HEADER, 0o600):
         os.chmod(path, 0o600)
     return path
 

@@ -16,37 +16,41 @@ from pathlib import Path
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.client import DEFAULT_START_BUDGET_S, live_socket, owner_record
 from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.telemetry import get_logger
 
 _log = get_logger("server")
 
-#: How long a client waits for a freshly started owner to advertise its socket.
-OWNER_SOCKET_WAIT_S = 5.0
+#: How long an opener waits for the home's owner to serve its socket: an owner takes the lock
+#: first and serves only once its engine is open (seconds on a loaded machine), the same budget a
+#: host's client gives a service it starts.
+OWNER_SOCKET_WAIT_S = DEFAULT_START_BUDGET_S
 #: Drain bound when an embedded owner closes its socket server.
 EMBEDDED_DRAIN_S = 2.0
+_POLL_S = 0.05
 
 
-async def owner_socket(home: Path, err: StratamemError, wait_s: float = OWNER_SOCKET_WAIT_S) -> str:
-    """The owner's socket path; re-raises ``err`` when the owner is this process or never serves."""
-    from stratamem.core.storage.lock import read_owner
-
-    pid = err.details.get("pid")
-    if pid == os.getpid():
+async def owner_socket(home: Path, err: StratamemError, give_up: float) -> str | None:
+    """The socket of the owner named by ``err`` (a ``home_locked``) once it serves; None when the
+    home has no owner any more (it left: the caller owns the home itself). Re-raises ``err`` when
+    the owner is this process, and raises ``home_locked`` when the owner still has not served by
+    ``give_up`` (``time.monotonic()``) or is another user's or version's service."""
+    if err.details.get("pid") == os.getpid():
         raise err  # a second open in the owning process: use the core you already have
-    sock = err.details.get("socket")
-    give_up = time.monotonic() + wait_s
-    while not sock and time.monotonic() < give_up:
-        await asyncio.sleep(0.05)
-        owner = await asyncio.to_thread(read_owner, home)
-        if owner is None:
+    while True:
+        if await asyncio.to_thread(owner_record, home) is None:
+            return None
+        sock = await asyncio.to_thread(live_socket, home)
+        if sock:
+            return sock
+        if time.monotonic() >= give_up:
             raise StratamemError(
-                ErrorCode.HOME_LOCKED, f"home {home} changed owner while connecting; retry"
+                ErrorCode.HOME_LOCKED,
+                f"{err.message}; it has not served its socket within {OWNER_SOCKET_WAIT_S:.0f}s",
+                err.details,
             )
-        sock = owner.get("socket")
-    if not sock:
-        raise err
-    return str(sock)
+        await asyncio.sleep(_POLL_S)
 
 
 @contextlib.asynccontextmanager
@@ -58,17 +62,29 @@ async def open_or_connect(
     serve_socket: bool = True,
     **config_overrides: Any,
 ) -> AsyncIterator[Any]:
-    """Yield the home's core: a served ``LocalCore`` when we own it, else a ``RemoteCore``."""
+    """Yield the home's core: a served ``LocalCore`` when we own it, else a ``RemoteCore``.
+
+    Two processes opening one home at once both try to own it: the loser waits for the winner to
+    serve (it takes the lock before its engine is open) and connects; if the owner leaves
+    meanwhile, the loser tries to own the home again, so neither sees ``home_locked``.
+    """
     from stratamem.contract.remote import RemoteCore
     from stratamem.core.home import resolve_home
 
     path = resolve_home(home, host=host)
-    try:
-        core = await open_local_core(path, embedder=embedder, **config_overrides)
-    except StratamemError as err:
-        if err.code != ErrorCode.HOME_LOCKED:
-            raise
-        sock = await owner_socket(path, err)
+    give_up = time.monotonic() + OWNER_SOCKET_WAIT_S
+    core: Any = None
+    sock: str | None = None
+    while core is None and sock is None:
+        try:
+            core = await open_local_core(path, embedder=embedder, **config_overrides)
+        except StratamemError as err:
+            if err.code != ErrorCode.HOME_LOCKED:
+                raise
+            sock = await owner_socket(path, err, give_up)
+            if sock is None and time.monotonic() >= give_up:
+                raise
+    if core is None:
         remote = RemoteCore(f"unix:{sock}")
         try:
             yield remote
