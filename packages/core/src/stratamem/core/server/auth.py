@@ -54,15 +54,29 @@ def _denied(message: str, **details: Any) -> StratamemError:
     return StratamemError(ErrorCode.PERMISSION_DENIED, message, details)
 
 
-def authorize_namespace(principal: Principal, ns: Namespace | None) -> Namespace | None:
-    """The namespace a call may act in: ``ns`` itself when allowed, a token's default when absent."""
+def authorize_namespace(
+    principal: Principal, ns: Namespace | None, implied: Namespace | None = None
+) -> Namespace | None:
+    """The namespace a call may act in (the one scope rule for gRPC and the viewer).
+
+    ``ns`` itself when the principal allows it. A request that names none acts in the token's only
+    namespace when it has exactly one, else in ``implied`` (the ``<agent>/default`` a turn's agent
+    implies) when the token allows that; otherwise it is refused, naming the namespaces allowed.
+    """
     if principal.unrestricted:
         return ns
     if ns is None:
         default = principal.default_namespace()
-        if default is None:
-            raise _denied("this token must name the namespace it acts in")
-        return default
+        if default is not None:
+            return default
+        if implied is not None and principal.allows(implied):
+            return implied
+        allowed = list(principal.namespaces)
+        raise _denied(
+            f"this token may act in {', '.join(allowed)}: name one in the request's namespace "
+            "(a request without one acts in the token's namespace only when it has exactly one)",
+            allowed=allowed,
+        )
     if not principal.allows(ns):
         audit(
             "namespace.refused",

@@ -144,7 +144,7 @@ class MemoryServicer:
     async def OpenSession(self, req: m.OpenSessionRequest, call: Call) -> m.OpenSessionResponse:
         ns = _ns(req)
         if not call.principal.unrestricted:
-            ns = call.namespace(ns or Namespace(agent_kind=req.agent))
+            ns = call.namespace(ns, Namespace(agent_kind=req.agent))
         sid = await self.core.open_session(
             req.agent, _opt(req, "session_id"), ns, _json_object(req.meta_json, "meta_json")
         )
@@ -180,7 +180,7 @@ class MemoryServicer:
         dto = _decode(req)
         if not call.principal.unrestricted:
             dto = replace(
-                dto, namespace=call.namespace(dto.namespace or Namespace(agent_kind=dto.agent))
+                dto, namespace=call.namespace(dto.namespace, Namespace(agent_kind=dto.agent))
             )
         if deadline:
             at = call.deadline_at(dto.deadline_at)

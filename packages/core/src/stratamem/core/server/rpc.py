@@ -44,8 +44,9 @@ class Call:
         grpc_at = int(time.time() * 1000 + max(0.0, remaining) * 1000)
         return grpc_at if given is None else min(given, grpc_at)
 
-    def namespace(self, ns: Namespace | None) -> Namespace | None:
-        return authorize_namespace(self.principal, ns)
+    def namespace(self, ns: Namespace | None, implied: Namespace | None = None) -> Namespace | None:
+        """See :func:`authorize_namespace` (``implied``: the namespace a turn's agent implies)."""
+        return authorize_namespace(self.principal, ns, implied)
 
     def require_unrestricted(self, what: str) -> None:
         if not self.principal.unrestricted:
