@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 #: How much of each process's stderr a failure shows.
@@ -43,9 +43,12 @@ def run_together(
     *,
     deadline_s: float,
     env: Mapping[str, str] | None = None,
+    started: Callable[[], None] | None = None,
     poll_s: float = 0.05,
 ) -> dict[str, Finished]:
-    """Start every command at once; return when all exited, one failed, or ``deadline_s`` passed."""
+    """Start every command at once; return when all exited, one failed, or ``deadline_s`` passed.
+
+    ``started`` runs once every process is spawned (e.g. it opens a start gate they wait on)."""
     procs = {
         name: subprocess.Popen(
             list(cmd),
@@ -70,6 +73,8 @@ def run_together(
     stopped: dict[str, str] = {}
     give_up = time.monotonic() + deadline_s
     try:
+        if started is not None:
+            started()
         while any(p.poll() is None for p in procs.values()):
             failed = [n for n, p in procs.items() if p.returncode not in (None, 0)]
             if failed:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from together import assert_all_ok, python_cmd, run_together
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.client import (
@@ -114,12 +115,11 @@ def test_two_clients_racing_to_start_end_with_exactly_one_server(tmp_path: Path)
         "sock = ensure_service(sys.argv[1])\n"
         "print(json.dumps({'socket': sock, 'pid': owner_record(Path(sys.argv[1]))['pid']}))\n"
     )
-    procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(home)], stdout=subprocess.PIPE, text=True)
-        for _ in range(3)
-    ]
-    results = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
-    assert all(p.returncode == 0 for p in procs)
+    finished = run_together(
+        {f"client{i}": python_cmd(code, str(home)) for i in range(3)}, deadline_s=300
+    )
+    assert_all_ok(finished)
+    results = [json.loads(r.stdout) for r in finished.values()]
     assert len({r["pid"] for r in results}) == 1
     log = (home / "logs" / "serve.log").read_text()
     assert "already served" not in log  # nobody started a second server that had to give up
@@ -282,20 +282,20 @@ def _lines(tag: str, n: int) -> str:
     )
 
 
-def _ingest_pair(tmp_path: Path, home: Path, n: int) -> list[subprocess.Popen[str]]:
-    procs = []
+def _ingest_cmds(tmp_path: Path, home: Path, n: int) -> dict[str, list[str]]:
+    cmds = {}
     for tag in ("alpha", "beta"):
         src = tmp_path / f"{tag}.jsonl"
         src.write_text(_lines(tag, n))
-        procs.append(
-            subprocess.Popen(
-                [STRATAMEM, "--home", str(home), "ingest", str(src), "--no-progress"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    return procs
+        cmds[tag] = [STRATAMEM, "--home", str(home), "ingest", str(src), "--no-progress"]
+    return cmds
+
+
+def _ingest_pair(tmp_path: Path, home: Path, n: int) -> list[subprocess.Popen[str]]:
+    return [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for cmd in _ingest_cmds(tmp_path, home, n).values()
+    ]
 
 
 def _stored_user_texts(home: Path) -> list[str]:
@@ -308,9 +308,7 @@ def _stored_user_texts(home: Path) -> list[str]:
 
 def test_two_concurrent_ingests_store_every_line_once_and_both_exit_0(tmp_path: Path) -> None:
     home = _home(tmp_path)
-    procs = _ingest_pair(tmp_path, home, 40)
-    outs = [p.communicate(timeout=600) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    assert_all_ok(run_together(_ingest_cmds(tmp_path, home, 40), deadline_s=600))
     texts = _stored_user_texts(home)
     assert len(texts) == 80 and len(set(texts)) == 80
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from together import assert_all_ok, python_cmd, run_together
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.workspace.recall import (
@@ -497,23 +496,16 @@ def run_two_processes(
     directory: Path, first: list[tuple[str, str]], second: list[tuple[str, str]]
 ) -> list[str]:
     go = directory / "go"
-    procs = []
+    cmds = {}
     for n, items in enumerate((first, second)):
         f = directory / f"items{n}.json"
         f.write_text(json.dumps(items))
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-c", WORKER, str(directory), str(f), str(go)],
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-        )
-    go.touch()
+        cmds[f"writer{n}"] = python_cmd(WORKER, str(directory), str(f), str(go))
+    results = run_together(cmds, deadline_s=240, started=go.touch)
+    assert_all_ok(results)
     accepted: list[str] = []
-    for p in procs:
-        out, _ = p.communicate(timeout=120)
-        assert p.returncode == 0
-        accepted.extend(json.loads(out))
+    for r in results.values():
+        accepted.extend(json.loads(r.stdout))
     return accepted
 
 

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 import textwrap
 import threading
@@ -15,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from together import assert_all_ok, python_cmd, run_together
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.workspace.recall import RecallStore, normalize_recall_content
@@ -305,20 +304,17 @@ CHILD = textwrap.dedent(
 def test_two_processes_replacing_onto_one_text_leave_it_once(tmp_path: Path) -> None:
     store = RecallStore(tmp_path, "shared")
     ids = [store.append("solution", f"fix number {i} for topic{i}").record.id for i in range(16)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(tmp_path), json.dumps(part)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for part in (ids[0::2], ids[1::2])
-    ]
+    results = run_together(
+        {
+            f"child{n}": python_cmd(CHILD, str(tmp_path), json.dumps(part))
+            for n, part in enumerate((ids[0::2], ids[1::2]))
+        },
+        deadline_s=240,
+    )
+    assert_all_ok(results)
     merged: list[bool] = []
-    for p in procs:
-        out, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err
-        merged.extend(json.loads(out))
+    for r in results.values():
+        merged.extend(json.loads(r.stdout))
     assert merged.count(False) == 1  # exactly one record took the text; all others merged into it
     assert contents(RecallStore(tmp_path, "shared"), "solution") == ["Restart the worker!"]
 
