@@ -11,13 +11,17 @@ from typing import Any
 import pytest
 
 from stratamem.contract.dtos import (
+    ListQuery,
     Namespace,
     RetrievalQuery,
+    ToolCall,
     TopK,
     TurnInput,
     TurnResult,
 )
 from stratamem.contract.errors import StratamemError
+from stratamem.contract.hostkit.home import socket_path_for
+from stratamem.contract.remote import RemoteCore
 from stratamem.core import LocalCore, open_core
 from stratamem.core.storage.ownership import Scope
 
@@ -153,6 +157,42 @@ async def test_negative_timestamp(core: LocalCore) -> None:
     await _rejected(
         core, core.turn_start(TurnInput(agent="hermes", session_id="s", user_text="q", ts=-5))
     )
+
+
+def _with(**kw: Any) -> TurnResult:
+    base: dict[str, Any] = dict(
+        agent="hermes", session_id="s", agent_text="a", user_text="u", ts=now(), namespace=NS
+    )
+    return TurnResult(**{**base, **kw})
+
+
+@pytest.mark.parametrize(
+    "bad_turn",
+    [
+        {"ts": 2**70},  # SQLite refused it with an untyped OverflowError
+        {"ts": 2**63},
+        # acknowledged, then a poison entry: LanceDB could not store it, and gRPC ListTraces of
+        # the namespace failed with "cannot encode Trace" while it was retried
+        {"tool_calls": (ToolCall(name="t", started_at=2**70),)},
+        {"tool_calls": (ToolCall(name="t", ended_at=-1),)},
+        {"tool_calls": (ToolCall(name="t", input={"x": float("nan")}),)},
+        {"tool_calls": (ToolCall(name="t", output={"x": {1, 2}}),)},
+        {"tool_calls": (ToolCall(name="t", error_code=7),)},  # type: ignore[arg-type]
+        {"context_hints": {"x": float("inf")}},
+    ],
+    ids=lambda kw: next(iter(kw)),
+)
+async def test_turn_end_refuses_what_the_wire_cannot_carry(
+    core: LocalCore, bad_turn: dict[str, Any]
+) -> None:
+    """Everything ``turn_end`` acknowledges can be stored and answered over gRPC: a value that
+    cannot be is refused at acknowledgement, and the namespace's listing keeps working."""
+    err = await _rejected(core, core.turn_end(_with(**bad_turn)))
+    assert err.details["field"].split(".")[0].split("[")[0] in bad_turn
+    await core.turn_end(_with(user_text="a good turn after the bad one"))
+    async with RemoteCore(f"unix:{socket_path_for(core.home)}") as remote:
+        listed = await remote.list_traces(ListQuery(namespace=NS))
+    assert "a good turn after the bad one" in {t.user_text for t in listed}
 
 
 async def test_corrupt_config_yaml_refuses_to_open_and_keeps_the_file(tmp_path: Path) -> None:

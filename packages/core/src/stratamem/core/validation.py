@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stratamem.contract.codec import encode_json
 from stratamem.contract.dtos import TopK
 from stratamem.contract.errors import ErrorCode, StratamemError
 
@@ -44,6 +45,28 @@ def check_id(name: str, value: Any) -> str:
     except UnicodeEncodeError:
         raise bad(f"{name} is not valid UTF-8", field=name) from None
     return value
+
+
+#: the wire's ``int64`` (and SQLite's INTEGER): a larger integer would be acknowledged, then fail
+#: in the journal and in every gRPC answer that carries it
+INT64_MAX = 2**63 - 1
+
+
+def check_epoch_ms(name: str, value: Any, *, required: bool = True) -> int | None:
+    """A non-negative integer that fits the wire's int64 (``None`` allowed when not required)."""
+    if value is None and not required:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+        raise bad(f"{name} must be an integer in [0, 2^63-1] (epoch ms)", field=name)
+    return value
+
+
+def check_json(name: str, value: Any) -> None:
+    """A value the wire can carry as JSON (``codec.encode_json``: no NaN, nothing but JSON types)."""
+    try:
+        encode_json(value)
+    except StratamemError as exc:
+        raise bad(f"{name}: {exc.message}", field=name) from None
 
 
 def check_top_k(top_k: TopK | None, max_top_k: int) -> None:

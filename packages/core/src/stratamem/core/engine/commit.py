@@ -28,7 +28,7 @@ from stratamem.core.ids import new_id, now_ms
 from stratamem.core.storage.journal import payload_json
 from stratamem.core.storage.ownership import owner_columns
 from stratamem.core.telemetry import span
-from stratamem.core.validation import bad, check_id, check_text
+from stratamem.core.validation import bad, check_epoch_ms, check_id, check_json, check_text
 
 
 def check_turn_result(svc: EngineServices, result: TurnResult) -> None:
@@ -46,16 +46,23 @@ def check_turn_result(svc: EngineServices, result: TurnResult) -> None:
         check_id("episode_id", result.episode_id)
     if result.turn_key is not None:
         check_id("turn_key", result.turn_key)
-    if isinstance(result.ts, bool) or not isinstance(result.ts, int) or result.ts < 0:
-        raise bad("ts must be a non-negative integer (epoch ms)", field="ts")
+    # everything acknowledged must be storable and answerable over the wire (int64, JSON)
+    check_epoch_ms("ts", result.ts)
+    check_json("context_hints", result.context_hints)
     for i, call in enumerate(result.tool_calls):
         if not isinstance(call, ToolCall):
             raise bad(f"tool_calls[{i}] must be a ToolCall", field=f"tool_calls[{i}]")
         check_id(f"tool_calls[{i}].name", call.name)
-        for attr in ("output", "error_code"):
-            v = getattr(call, attr)
-            if isinstance(v, str):
-                check_text(f"tool_calls[{i}].{attr}", v, limit, required=False)
+        v = call.output
+        if isinstance(v, str):
+            check_text(f"tool_calls[{i}].output", v, limit, required=False)
+        for attr in ("error_code", "tool_call_id", "thinking_before", "assistant_text_before"):
+            if getattr(call, attr) is not None:
+                check_text(f"tool_calls[{i}].{attr}", getattr(call, attr), limit, required=False)
+        for attr in ("started_at", "ended_at"):
+            check_epoch_ms(f"tool_calls[{i}].{attr}", getattr(call, attr), required=False)
+        for attr in ("input", "output"):
+            check_json(f"tool_calls[{i}].{attr}", getattr(call, attr))
     if (
         not result.agent_text.strip()
         and not result.tool_calls

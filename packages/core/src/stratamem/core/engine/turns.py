@@ -20,7 +20,7 @@ from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import now_ms
 from stratamem.core.storage.ownership import owner_columns
 from stratamem.core.telemetry import get_logger, span
-from stratamem.core.validation import bad, check_id, check_text
+from stratamem.core.validation import bad, check_epoch_ms, check_id, check_text
 
 _log = get_logger("core")
 
@@ -76,8 +76,7 @@ def check_turn_input(svc: EngineServices, turn: TurnInput) -> None:
         check_id("turn_key", turn.turn_key)
     if turn.episode_id is not None:
         check_id("episode_id", turn.episode_id)
-    if isinstance(turn.ts, bool) or not isinstance(turn.ts, int) or turn.ts < 0:
-        raise bad("ts must be a non-negative integer (epoch ms)", field="ts")
+    check_epoch_ms("ts", turn.ts)
     if turn.deadline_at is not None and (
         isinstance(turn.deadline_at, bool) or not isinstance(turn.deadline_at, int)
     ):
