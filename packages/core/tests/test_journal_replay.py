@@ -143,3 +143,15 @@ async def test_a_listing_past_its_replay_wait_is_a_typed_error(tmp_path: Path) -
         assert err.value.details["journal_backlog"] > 0
         assert (await core.flush(timeout_s=300)).backlog == 0
         assert len(await core.list_traces(ListQuery(limit=10, namespace=NS))) == 10
+
+
+async def test_a_delete_during_the_replay_removes_a_trace_still_on_disk(tmp_path: Path) -> None:
+    await _one_turn(tmp_path)
+    _backlog(tmp_path, MANY)
+    newest = f"tr_replay{MANY - 1:04d}"
+    async with open_core(tmp_path, journal__replay_page=20) as core:
+        assert await core.delete_traces([newest], NS) == 1
+        assert (await core.flush(timeout_s=300)).backlog == 0
+        assert await core.get_trace(newest, NS) is None  # the replay did not bring it back
+        stored = await core.store.count("traces", Scope.everything("test"))
+        assert stored == MANY  # the first turn and every replayed one but the deleted
