@@ -11,6 +11,7 @@ consistent.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import os
@@ -33,7 +34,7 @@ PAGE = 200
 IMPORTED_TURN = "(imported turn)"
 
 
-#: how long export waits for the capture journal to be applied (a start-up replay) by default
+#: how long export waits, by default, for turns a restart's journal replay still has on disk
 EXPORT_WAIT_S = 600.0
 
 
@@ -44,8 +45,8 @@ def configure_export(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=EXPORT_WAIT_S,
         metavar="SECONDS",
-        help="wait this long for acknowledged turns still in the journal (a restart's replay) "
-        f"to be applied; past it, export fails and writes nothing (default {EXPORT_WAIT_S:g})",
+        help="wait this long for acknowledged turns a restart's journal replay still has on "
+        f"disk; past it, export fails and writes nothing (default {EXPORT_WAIT_S:g})",
     )
 
 
@@ -84,25 +85,32 @@ async def _all_traces(core: MemoryCore, ns: Namespace | None) -> list[Any]:
 async def export_bundle(
     core: MemoryCore, ns: Namespace | None, wait_s: float = EXPORT_WAIT_S
 ) -> dict[str, Any]:
-    """Every namespace of the home unless ``ns`` names one, with every acknowledged turn: the
-    journal is flushed first (up to ``wait_s``), and a trace listing made while a restart's replay
-    is still on disk refuses (``deadline_exceeded``) rather than leave turns out of the backup."""
+    """Every namespace of the home unless ``ns`` names one, with every acknowledged turn.
+
+    A trace listing made while a restart's journal replay still has turns on disk waits for them
+    and then refuses (``deadline_exceeded``) rather than answer without them; export retries it
+    for up to ``wait_s`` and then fails, so a backup never silently leaves acknowledged turns out.
+    (No ``flush``: that would fire the learner's feedback windows early.)"""
 
     def dump(items: list[Any]) -> list[dict[str, Any]]:
         return [dataclasses.asdict(i) for i in items]
 
-    await core.flush(timeout_s=max(0.0, min(wait_s, 3600.0)))
-    try:
-        traces = await _all_traces(core, ns)
-    except StratamemError as exc:
-        if exc.code is not ErrorCode.DEADLINE_EXCEEDED:
-            raise
-        raise StratamemError(
-            exc.code,
-            f"export refused, nothing written: acknowledged turns are not all applied after "
-            f"waiting {wait_s:g}s (--wait): {exc.message}",
-            exc.details,
-        ) from exc
+    give_up = time.monotonic() + max(0.0, wait_s)
+    while True:
+        try:
+            traces = await _all_traces(core, ns)
+            break
+        except StratamemError as exc:
+            if exc.code is not ErrorCode.DEADLINE_EXCEEDED:
+                raise
+            if time.monotonic() >= give_up:
+                raise StratamemError(
+                    exc.code,
+                    f"export refused, nothing written: acknowledged turns are still being "
+                    f"replayed after waiting {wait_s:g}s (--wait): {exc.message}",
+                    exc.details,
+                ) from exc
+            await asyncio.sleep(1.0)
     return {
         "version": BUNDLE_VERSION,
         "exported_at": int(time.time() * 1000),

@@ -354,7 +354,7 @@ DEFAULTS: dict[str, Any] = {
         "replay_page": 1000,
         #: a listing, get or timeline made while start-up replay pages are still on disk waits
         #: this long for them, then fails with ``deadline_exceeded`` rather than answer without
-        #: acknowledged turns (``stratamem export`` first flushes with its own ``--wait``)
+        #: acknowledged turns (``stratamem export`` retries for its ``--wait``)
         "replay_read_wait_s": 30.0,
         "embedding_retry_max_attempts": 6,
         "embedding_retry_interval_s": 60,
