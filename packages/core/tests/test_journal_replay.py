@@ -155,3 +155,20 @@ async def test_a_delete_during_the_replay_removes_a_trace_still_on_disk(tmp_path
         assert await core.get_trace(newest, NS) is None  # the replay did not bring it back
         stored = await core.store.count("traces", Scope.everything("test"))
         assert stored == MANY  # the first turn and every replayed one but the deleted
+
+
+async def test_a_search_that_cannot_wait_out_the_replay_says_it_is_cut_off(tmp_path: Path) -> None:
+    await _one_turn(tmp_path)
+    _backlog(tmp_path, MANY)
+    async with open_core(tmp_path, journal__replay_page=20) as core:
+        found = await core.search(
+            RetrievalQuery(
+                agent="hermes",
+                query="what colour is the submarine periscope?",
+                namespace=NS,
+                deadline_at=int(time.time() * 1000) + 1000,  # too short for 2,000 embeddings
+            )
+        )
+        # the contract: either every acknowledged turn was searched, or the result says it was not
+        newest = f"tr_replay{MANY - 1:04d}"
+        assert found.cut_off or newest in {h.ref_id for h in found.hits}

@@ -96,11 +96,14 @@ async def retrieve_safely(
 
 
 async def retrieve(svc: EngineServices, query: RetrievalQuery, ns: Namespace) -> RetrievalResult:
-    """Stored rows plus the journal's still-pending rows visible to ``ns``, ranked."""
+    """Stored rows plus the journal's still-pending rows visible to ``ns``, ranked. A result
+    ranked while a restart's replay still had acknowledged turns on disk (the wait ran out of
+    budget) is marked ``cut_off``: it may be missing them."""
     pending = await svc.wait_for_writes(query.deadline_at)
+    unseen = svc.journal.replaying()
     visible = Scope.visible(ns)
     pending = [r for r in pending if visible.accepts(r)]
     out: RetrievalResult = await rank_and_render(
         core=svc, query=query, namespace=ns, pending=pending, config=svc.config
     )
-    return out
+    return replace(out, cut_off=True) if unseen and not out.cut_off else out
