@@ -15,8 +15,9 @@ import pytest
 from stratamem.contract import __version__ as CONTRACT_VERSION
 from stratamem.contract.dtos import Namespace
 from stratamem.contract.errors import StratamemError
+from stratamem.contract.hostkit.client import owner_record
 from stratamem.core.storage.lance import LanceStore
-from stratamem.core.storage.lock import HomeLock, read_owner
+from stratamem.core.storage.lock import HomeLock
 from stratamem.core.storage.ownership import Scope
 from stratamem.core.storage.sqlite import MIGRATIONS, Database
 
@@ -47,7 +48,7 @@ def test_second_lock_on_a_home_fails_naming_the_owner_pid(tmp_path: Path) -> Non
             HomeLock(tmp_path).acquire()
         assert err.value.code == "home_locked"
         assert str(os.getpid()) in err.value.message
-        assert read_owner(tmp_path) == {
+        assert owner_record(tmp_path) == {
             "pid": os.getpid(),
             "uid": os.getuid(),
             "contract_version": CONTRACT_VERSION,
@@ -55,7 +56,7 @@ def test_second_lock_on_a_home_fails_naming_the_owner_pid(tmp_path: Path) -> Non
         }
     finally:
         lock.release()
-    assert read_owner(tmp_path) is None
+    assert owner_record(tmp_path) is None
     HomeLock(tmp_path).acquire().release()
 
 

@@ -22,11 +22,16 @@ def mode_of(path: Path, default: int) -> int:
         return default
 
 
+def _temp_for(path: Path) -> Path:
+    """A temp name beside ``path`` that no other process or thread writing it uses."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
 def write_atomic(path: Path, data: str | bytes, mode: int = 0o600) -> None:
     """Replace ``path`` with ``data`` (text as UTF-8) and give it ``mode``; the temp file is
     removed if the write fails."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _temp_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -46,7 +51,7 @@ def create_whole(path: Path, data: str | bytes, mode: int = 0o600) -> bool:
     a private temp file, hard-linked into place (``link`` fails if the name exists).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = _temp_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:

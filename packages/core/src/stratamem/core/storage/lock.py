@@ -1,7 +1,8 @@
 """One process owns a home: an exclusive ``fcntl`` lock on ``<home>/owner.lock``.
 
 The lock file records the owner (pid, optional socket path) so a second process can name it,
-and later reach it over its socket instead of opening the store (``read_owner``).
+and later reach it over its socket instead of opening the store (the host kit's ``owner_record``
+reads it: one reader for the engine and the clients).
 """
 
 from __future__ import annotations
@@ -15,33 +16,9 @@ from typing import Any
 
 from stratamem.contract import __version__ as CONTRACT_VERSION
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.hostkit.client import OWNER_LOCK, owner_record
 
-LOCK_FILE = "owner.lock"
-
-
-def read_owner(home: Path) -> dict[str, Any] | None:
-    """Owner record ``{"pid", "uid", "contract_version", "socket"}`` if some process holds the home, else None."""
-    path = Path(home) / LOCK_FILE
-    if not path.exists():
-        return None
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raw = path.read_text(encoding="utf-8", errors="replace").strip()
-            try:
-                data = json.loads(raw) if raw else {}
-            except ValueError:
-                data = {}
-            return data if isinstance(data, dict) else {}
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None  # stale file, nobody holds the lock
-    finally:
-        os.close(fd)
+LOCK_FILE = OWNER_LOCK
 
 
 class HomeLock:
@@ -58,7 +35,7 @@ class HomeLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            owner = read_owner(self.path.parent) or {}
+            owner = owner_record(self.path.parent) or {}
             pid = owner.get("pid", "unknown")
             raise StratamemError(
                 ErrorCode.HOME_LOCKED,
