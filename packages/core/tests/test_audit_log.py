@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_support import tcp_service
 from viewer_support import call, running_viewer
 
 from stratamem.contract.dtos import ListQuery, Namespace, TurnResult
@@ -19,7 +20,6 @@ from stratamem.contract.errors import StratamemError
 from stratamem.contract.remote import RemoteCore
 from stratamem.core.config.loader import patch_config_file
 from stratamem.core.engine.assemble import open_local_core
-from stratamem.core.server.app import ServeOptions, Service
 from stratamem.core.telemetry.logs import configure_logging, reset_logging
 
 HERMES = Namespace(agent_kind="hermes")
@@ -54,9 +54,7 @@ def test_a_config_change_is_audited_with_its_keys_not_its_values(home: Path) -> 
 
 
 async def test_refused_tokens_and_namespaces_are_audited(home: Path) -> None:
-    core = await open_local_core(home)
-    svc = await Service(core, ServeOptions(listen=["127.0.0.1:0"], token="admin-token")).start()
-    try:
+    async with tcp_service(home) as svc:
         assert svc.tcp_address is not None
         async with RemoteCore(svc.tcp_address, token="wrong", reconnect_s=0) as bad:
             with pytest.raises(StratamemError):
@@ -64,9 +62,6 @@ async def test_refused_tokens_and_namespaces_are_audited(home: Path) -> None:
         async with RemoteCore(svc.tcp_address, token="scoped-token") as scoped:
             with pytest.raises(StratamemError):
                 await scoped.list_traces(ListQuery(namespace=OPENCLAW))
-    finally:
-        await svc.stop(1.0)
-        await core.shutdown()
     events = {a["event"]: a for a in _audit(home)}
     assert "token.refused" in events and events["token.refused"]["method"].endswith("/Health")
     assert events["namespace.refused"]["namespace"] == "openclaw/default"

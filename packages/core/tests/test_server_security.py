@@ -13,6 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from server_support import tcp_service, write_tokens
 
 from stratamem.contract.dtos import ListQuery, Namespace, RetrievalQuery, TurnInput, TurnResult
 from stratamem.contract.errors import StratamemError
@@ -27,19 +28,9 @@ OPENCLAW = Namespace(agent_kind="openclaw")
 
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[Service]:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "config.yaml").write_text(
-        "embedding:\n  provider: none\nserver:\n  tokens:\n    scoped-token: ['hermes/*']\n",
-        encoding="utf-8",
-    )
-    core = await open_local_core(home)
-    svc = await Service(core, ServeOptions(listen=["127.0.0.1:0"], token="admin-token")).start()
-    try:
+    write_tokens(tmp_path / "home", {"scoped-token": ["hermes/*"]})
+    async with tcp_service(tmp_path / "home") as svc:
         yield svc
-    finally:
-        await svc.stop(1.0)
-        await core.shutdown()
 
 
 def _turn(ns: Namespace, text: str) -> TurnResult:

@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from server_support import tcp_service, write_tokens
 
 from stratamem.contract.dtos import ListQuery, Namespace, RetrievalQuery, TurnResult
 from stratamem.contract.errors import StratamemError
 from stratamem.contract.remote import RemoteCore
-from stratamem.core.engine.assemble import open_local_core
-from stratamem.core.server.app import ServeOptions, Service
+from stratamem.core.server.app import Service
 
 ALICE = Namespace(agent_kind="hermes", profile_id="alice")
 BOB = Namespace(agent_kind="hermes", profile_id="bob")
@@ -23,22 +23,14 @@ DEFAULT = Namespace(agent_kind="hermes")
 
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[Service]:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "config.yaml").write_text(
-        "embedding:\n  provider: none\nserver:\n  tokens:\n"
-        "    alice-token: ['hermes/alice']\n"
-        "    bob-token: ['hermes/bob']\n"
-        "    both-token: ['hermes/alice', 'hermes/bob']\n",
-        encoding="utf-8",
-    )
-    core = await open_local_core(home)
-    svc = await Service(core, ServeOptions(listen=["127.0.0.1:0"], token="admin-token")).start()
-    try:
+    tokens = {
+        "alice-token": ["hermes/alice"],
+        "bob-token": ["hermes/bob"],
+        "both-token": ["hermes/alice", "hermes/bob"],
+    }
+    write_tokens(tmp_path / "home", tokens)
+    async with tcp_service(tmp_path / "home") as svc:
         yield svc
-    finally:
-        await svc.stop(1.0)
-        await core.shutdown()
 
 
 def _turn(text: str, session: str) -> TurnResult:

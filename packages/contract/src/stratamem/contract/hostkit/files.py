@@ -27,9 +27,8 @@ def _temp_for(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
-def write_atomic(path: Path, data: str | bytes, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``data`` (text as UTF-8) and give it ``mode``; the temp file is
-    removed if the write fails."""
+def _write_temp(path: Path, data: str | bytes, mode: int) -> Path:
+    """``data`` in a private temp file beside ``path``, with ``mode`` (removed if the write fails)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temp_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -37,6 +36,17 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o600) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.chmod(tmp, mode)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data`` (text as UTF-8) and give it ``mode``; the temp file is
+    removed if the write fails."""
+    tmp = _write_temp(path, data, mode)
+    try:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -50,17 +60,11 @@ def create_whole(path: Path, data: str | bytes, mode: int = 0o600) -> bool:
     overwrite each other, and a reader never sees the new file half written: the content goes to
     a private temp file, hard-linked into place (``link`` fails if the name exists).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_for(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp = _write_temp(path, data, mode)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.chmod(tmp, mode)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        return True
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
     finally:
         tmp.unlink(missing_ok=True)
+    return True
