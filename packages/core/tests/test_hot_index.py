@@ -149,7 +149,8 @@ async def test_ann_graph_keeps_recall_against_exact_and_reflects_deletes(tmp_pat
         for _ in range(20):
             q = vec()
             got = [s for s, _ in t.vector("vec_summary", q, mask, 10)]
-            exact = np.argsort(-np.where(mask, t.vecs["vec_summary"][: t.n] @ q, -np.inf))[:10]
+            stored = t.unit_vectors("vec_summary", np.arange(t.n))
+            exact = np.argsort(-np.where(mask, stored @ q, -np.inf))[:10]
             assert all(t.ids[s].startswith("tr_alpha_") for s in got)  # type: ignore[union-attr]
             hits += len(set(got) & {int(s) for s in exact})
         assert hits / 200 >= 0.95

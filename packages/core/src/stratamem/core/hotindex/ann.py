@@ -1,7 +1,8 @@
 """The approximate index above the exact-scan threshold: usearch HNSW, int8-quantised cosine.
 
-Keys are table slots (never reused until a rebuild). The graph only proposes candidates; the
-caller rescores them exactly against the float32 matrix, so quantisation does not reach the scores.
+Keys are table slots (never reused until a rebuild); it is fed the table's int8 rows as they are
+(cosine ignores their scale). The graph only proposes candidates; the caller rescores them
+exactly with the float32 query against the stored unit vectors (``quantized.py``).
 The search breadth grows with the graph (``expansion``): a fixed breadth loses recall as it grows;
 a graph built over ``hot_ann_dense_from_rows`` vectors or more gets ``hot_ann_dense_connectivity``.
 """

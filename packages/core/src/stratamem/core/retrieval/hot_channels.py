@@ -41,12 +41,19 @@ def full_rows(t: HotTable, slots: Sequence[int]) -> list[Row]:
     """``t.full_row`` of each slot (distinct slots), the vector flags read once for all of them:
     a row's two vector lookups were half the cost of making it (~80 rows a query)."""
     rows = t.rows
-    cols = [(c, t.vecs[c], t.has[c][slots].tolist()) for c in t.vec_cols]
+    idx = np.asarray(slots, dtype=np.int64)
+    cols = []
+    for c in t.vec_cols:
+        has = t.has[c][idx]
+        # the stored int8 rows as float32 unit vectors, one matrix (``HotTable.full_row``)
+        mat = t.unit_vectors(c, idx[has])
+        at = np.cumsum(has) - 1  # row i's place in ``mat`` when it has one
+        cols.append((c, mat, has.tolist(), at.tolist()))
     out: list[Row] = []
     for i, slot in enumerate(slots):
         row = rows[slot] or {}
-        for c, mat, has in cols:
-            row[c] = mat[slot] if has[i] else None
+        for c, mat, has, at in cols:
+            row[c] = mat[at[i]] if has[i] else None
         row["_unit_vectors"] = True
         out.append(row)
     return out
