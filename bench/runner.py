@@ -136,6 +136,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     ANN_PHASE_MIN_ROWS <= n < SERVED_ONLY_MIN_ROWS,
                     args.seed,
                     served_only=n >= SERVED_ONLY_MIN_ROWS,
+                    overrides=config_overrides(args),
                 )
             )
         res["scaling"] = {

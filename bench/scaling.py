@@ -235,6 +235,7 @@ async def run_size(
     seed: int,
     footprint: bool = True,
     served_only: bool = False,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``served_only`` (1M, ``--size full``): the served path and its baselines (exact numpy,
     LanceDB flat) only — no seed-design SQLite copy and no separate footprint processes, which
@@ -245,7 +246,9 @@ async def run_size(
     queries = query_texts(seed, n_queries)
     with tempfile.TemporaryDirectory(prefix=f"bench-scale-{size}-") as tmp:
         home = Path(tmp)
-        core = await open_local_core(home, embedder=embedder, **PRODUCTION_OVERRIDES)
+        core = await open_local_core(
+            home, embedder=embedder, **{**PRODUCTION_OVERRIDES, **(overrides or {})}
+        )
         try:
             t0 = time.perf_counter()
             matrix = await load_store(core.store, corpus, size)

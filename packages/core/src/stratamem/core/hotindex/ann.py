@@ -54,13 +54,17 @@ class Ann:
     def __len__(self) -> int:
         return len(self.index)
 
-    def add(self, slots: np.ndarray, vectors: np.ndarray) -> None:
-        if not len(slots):
-            return
-        if not len(self.index) and len(slots) >= self.dense_from:
+    def build_over(self, rows: int) -> None:
+        """Announce a build of ``rows`` vectors (added in chunks) into an empty graph."""
+        if not len(self.index) and rows >= self.dense_from:
             # a graph built over this many vectors at once (a large table's load) gets more links:
             # at 1M the base connectivity capped recall@10 below 0.98 whatever the breadth
             self.index = self._graph(self.dense_connectivity)
+
+    def add(self, slots: np.ndarray, vectors: np.ndarray) -> None:
+        if not len(slots):
+            return
+        self.build_over(len(slots))
         self.index.add(slots.astype(np.uint64), vectors, threads=self.threads)
 
     def remove(self, slot: int) -> None:
