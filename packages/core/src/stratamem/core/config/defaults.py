@@ -283,16 +283,17 @@ DEFAULTS: dict[str, Any] = {
         #: are dropped from memory and served from LanceDB (same results), reloaded when used again
         #: (hotindex/residency.py). ~3-4 KB per trace (HNSW included): 1024 MB holds ~250k
         "hot_index_max_mb": 1024,
-        #: the mirror's vectors: "i8" (int8 + a scale per row, 0.39 KB per 384-d vector, scanned
-        #: by a SIMD int8 kernel; recall@10 vs exact float32 0.996 on MiniLM, 0.983-0.988 on the
-        #: bench's near-duplicate corpus) or "f32" (exact, 1.54 KB); hotindex/quantized.py
+        #: the mirror's vectors: "i8" (int8 codes + an int4 residual + a scale per row, 0.58 KB
+        #: per 384-d vector, scanned by a SIMD int8 kernel and rescored with the residual: recall@10
+        #: vs exact float32 1.00 at 10k-100k on the bench corpus) or "f32" (1.54 KB);
+        #: hotindex/quantized.py, bench/results/hot-int8.md
         "hot_vector_dtype": "i8",
         #: above this many vectors in a column the mirror adds an HNSW graph (usearch, int8).
-        #: The exact int8 scan (bench/hot_int8.py, hot-int8.md): ~2 ms at 100k on an idle core,
-        #: as the graph's proposals + rescoring (2.0 ms, session 4), and exact: recall@10 0.985
-        #: vs the graph's 0.96-0.97 with int8 rescoring; the graph costs ~0.85-0.93 KB per
-        #: vector and 20-60 s to build at 100k. Past ~150k the scan's linear cost wins out.
-        "hot_ann_threshold_rows": 150000,
+        #: bench/hot_int8.py at load 6-9: the int8 scan 1.1 ms at 20k (float32 1.5), 6.6 at 50k,
+        #: 8.5 at 100k; the graph 0.6 / 1.1 / 1.8 ms (idle, the int8 scan at 100k is ~2 ms). 30k
+        #: keeps the scan's worst case at the float32 scan's at the old 20k threshold; the graph
+        #: adds ~0.85-1.0 KB per vector and 10-30 s of build at 50k-100k
+        "hot_ann_threshold_rows": 30000,
         "hot_ann_connectivity": 16,
         #: links per node of a graph built over this many vectors or more (a large table's load):
         #: 16 left recall@10 vs exact at 0.976-0.979 at 1M whatever the breadth; 32 read 0.983 at

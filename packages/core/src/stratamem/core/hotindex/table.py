@@ -26,6 +26,7 @@ from stratamem.core.hotindex.quantized import (
     encode_query,
     quantize_rows,
     rescore,
+    resid_width,
     unit_rows,
 )
 from stratamem.core.hotindex.rows import Row, RowStore
@@ -89,12 +90,13 @@ def unit_matrix(batch: pa.RecordBatch, col: str, dim: int) -> tuple[np.ndarray, 
     return out, ok
 
 
-#: an int8 scan's best ``RESCORE`` × limit candidates are rescored exactly (float32 query): on
-#: MiniLM vectors the int8 query alone moved near-ties (recall@10 vs exact 0.995 -> 0.996 rescored;
-#: more candidates changed nothing, bench/results/hot-int8.md)
-RESCORE = 2
-#: vectors handed to the graph per call while it is built (a float32 copy of this many rows)
-ANN_CHUNK = 65536
+#: an int8 scan's best ``RESCORE`` × limit candidates are rescored with the residual (float32
+#: query): the int8 codes alone moved near-ties (recall@10 vs exact 0.983-0.985 at 100k on the
+#: bench corpus); their best 4 × limit hold the true top k (bench/results/hot-int8.md)
+RESCORE = 4
+#: vectors handed to the graph per call while it is built (a float32 copy of this many rows,
+#: 0.4 GB at 384 dims; one call up to it, as the graph was built before the int8 rows)
+ANN_CHUNK = 262144
 
 
 def _grow(arr: np.ndarray, need: int) -> np.ndarray:
@@ -133,10 +135,12 @@ class HotTable:
         #: session code -> its (ts, id) keys and slots in that order, built on first read
         self._session_order: dict[int, tuple[list[tuple[int, str]], list[int]]] = {}
         self.tags: dict[str, set[int]] = {}
-        #: int8 rows (``quantized.py``; float32 with ``hot_vector_dtype = "f32"``);
-        #: ``scales[c][slot]`` makes one a unit vector
+        #: int8 codes, their packed int4 residuals and a scale per row (``quantized.py``;
+        #: float32 rows, no residual with ``hot_vector_dtype = "f32"``)
         self.vec_dtype = dtype_of(self.cfg.get_str("hot_vector_dtype"))
         self.vecs = {c: np.zeros((0, dim), dtype=self.vec_dtype) for c in self.vec_cols}
+        width = resid_width(dim, self.vec_dtype)
+        self.resid = {c: np.zeros((0, width), dtype=np.uint8) for c in self.vec_cols}
         self.scales = {c: np.zeros(0, dtype=np.float32) for c in self.vec_cols}
         self.has = {c: np.zeros(0, dtype=bool) for c in self.vec_cols}
         self.ann: dict[str, Ann | None] = dict.fromkeys(self.vec_cols)
@@ -225,10 +229,10 @@ class HotTable:
             if not ok.any():
                 continue
             if len(self.vecs[c]) < end:
-                self.vecs[c] = _grow(self.vecs[c], max(end, self._reserved))
-                self.scales[c] = _grow(self.scales[c], len(self.vecs[c]))
-            q8, scale = quantize_rows(mat[ok], self.vec_dtype)
+                self._grow_vectors(c, max(end, self._reserved))
+            q8, r4, scale = quantize_rows(mat[ok], self.vec_dtype)
             self.vecs[c][first:end][ok] = q8
+            self.resid[c][first:end][ok] = r4
             self.scales[c][first:end][ok] = scale
             self.has[c][first:end] = ok
         self.version += 1
@@ -237,8 +241,10 @@ class HotTable:
         slot = self.slot_of.get(row_id)
         if slot is None:
             return
-        merged = {**self.full_row(slot), **values}
-        self._put(merged)
+        # a vector the update leaves alone keeps its stored bytes (re-quantising the stored unit
+        # vector would move its residual)
+        keep = frozenset(c for c in self.vec_cols if c not in values and self.has[c][slot])
+        self._put({**(self.rows[slot] or {}), **values}, keep)
         self.version += 1
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -274,8 +280,9 @@ class HotTable:
         self.live += 1
         return slot
 
-    def _clear(self, slot: int) -> None:
-        """Take an existing slot out of the lexical, tag and ANN indexes (before a rewrite)."""
+    def _clear(self, slot: int, keep: frozenset[str] = frozenset()) -> None:
+        """Take an existing slot out of the lexical, tag and ANN indexes (before a rewrite);
+        the vectors of the columns in ``keep`` stay."""
         old = self.rows[slot]
         if old is None:
             return
@@ -284,17 +291,17 @@ class HotTable:
         for t in old.get("tags") or ():
             self.tags.get(str(t), set()).discard(slot)
         for c in self.vec_cols:
-            if self.has[c][slot]:
+            if self.has[c][slot] and c not in keep:
                 self.has[c][slot] = False
                 self._ann_op(c, "remove", slot)
 
-    def _put(self, row: Mapping[str, Any]) -> None:
+    def _put(self, row: Mapping[str, Any], keep: frozenset[str] = frozenset()) -> None:
         rid = str(row["id"])
         slot = self.slot_of.get(rid)
         if slot is None:
             slot = self._new_slot(rid)
         else:
-            self._clear(slot)
+            self._clear(slot, keep)
         clean: Row = {
             k: v for k, v in row.items() if k not in self.vec_cols and not k.startswith("_")
         }
@@ -332,13 +339,18 @@ class HotTable:
             if not norm or not math.isfinite(norm):
                 continue
             if len(self.vecs[c]) <= slot:  # a column's matrix exists once it holds a vector
-                self.vecs[c] = _grow(self.vecs[c], max(slot + 1, self._reserved))
-                self.scales[c] = _grow(self.scales[c], len(self.vecs[c]))
-            q8, scale = quantize_rows((arr / norm)[None, :], self.vec_dtype)
+                self._grow_vectors(c, max(slot + 1, self._reserved))
+            q8, r4, scale = quantize_rows((arr / norm)[None, :], self.vec_dtype)
             self.vecs[c][slot] = q8[0]
+            self.resid[c][slot] = r4[0]
             self.scales[c][slot] = scale[0]
             self.has[c][slot] = True
             self._ann_op(c, "add", slot)
+
+    def _grow_vectors(self, col: str, need: int) -> None:
+        self.vecs[col] = _grow(self.vecs[col], need)
+        self.resid[col] = _grow(self.resid[col], len(self.vecs[col]))
+        self.scales[col] = _grow(self.scales[col], len(self.vecs[col]))
 
     def _ann_op(self, col: str, op: str, slot: int) -> None:
         log = self._ann_log[col]
@@ -396,13 +408,12 @@ class HotTable:
 
     def unit_vector(self, col: str, slot: int) -> np.ndarray:
         """The stored vector of ``slot`` as a float32 unit vector."""
-        out: np.ndarray = self.vecs[col][slot].astype(np.float32)
-        out *= self.scales[col][slot]
+        out: np.ndarray = self.unit_vectors(col, np.array([slot]))[0]
         return out
 
     def unit_vectors(self, col: str, slots: np.ndarray) -> np.ndarray:
         """``unit_vector`` of each slot, as one float32 matrix."""
-        return unit_rows(self.vecs[col][slots], self.scales[col][slots])
+        return unit_rows(self.vecs[col][slots], self.resid[col][slots], self.scales[col][slots])
 
     def scope_codes(self, scope: Scope) -> np.ndarray:
         """The owner codes ``scope`` may read (the one ownership rule, per distinct owner tuple)."""
@@ -516,7 +527,7 @@ class HotTable:
             best = np.argpartition(-approx, m - 1)[:m] if len(approx) > m else np.arange(len(approx))
             best = best[np.isfinite(approx[best])]
             slots = slots[best] if slots is not None else best
-        scores = rescore(mat, scale, slots, qvec)
+        scores = rescore(mat, self.resid[col], scale, slots, qvec)
         k = min(limit, len(scores))
         top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
         top = top[np.argsort(-scores[top], kind="stable")]
