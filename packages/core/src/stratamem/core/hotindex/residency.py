@@ -25,8 +25,9 @@ from stratamem.core.storage.ownership import (
 
 Owner = tuple[str, str]
 
-#: bytes per row assumed while memory holds none to measure (a trace: 3.0-3.3 KB of vectors, rows
-#: and postings at 10k-100k, + ~0.85 KB of HNSW graph above its threshold; soak-session4.md)
+#: bytes per row assumed while memory holds none to measure (a trace: ~2.3 KB of vectors, rows
+#: and postings at 10k-100k (3.0-3.3 KB with float32 vectors, soak-session4.md), + ~0.85-1.0 KB
+#: of HNSW graph above its threshold; hot-int8.md)
 DEFAULT_ROW_BYTES = 4000
 #: rows written between two budget checks (an estimate costs a sample of rows and the postings)
 CHECK_EVERY_ROWS = 16
