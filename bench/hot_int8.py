@@ -48,7 +48,9 @@ async def run(rows: list[int], queries: int, seed: int) -> dict[str, Any]:
     limit_blas_threads(1)
     embedder = load_embedder({"cache": {"enabled": False}})
     corpus = build_corpus(embedder, seed)
-    qvecs = [np.asarray(embedder.embed_query(q), dtype=np.float32) for q in query_texts(seed, queries)]
+    qvecs = [
+        np.asarray(embedder.embed_query(q), dtype=np.float32) for q in query_texts(seed, queries)
+    ]
     out: dict[str, Any] = {}
     for n in rows:
         vecs, _m, _s = corpus.vectors_for(0, n)

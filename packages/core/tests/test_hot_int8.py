@@ -97,6 +97,7 @@ def test_the_hot_index_stores_vectors_as_int8_at_under_two_fifths_of_float32() -
     assert row[COL].dtype == np.float32
     assert abs(float(np.linalg.norm(row[COL])) - 1.0) < 1e-5
     assert float(row[COL] @ unit[7]) > 0.99999
+
     # a row update that leaves the vector alone keeps its stored bytes
     def stored() -> tuple[bytes, bytes, float]:
         return t.vecs[COL][7].tobytes(), t.resid[COL][7].tobytes(), float(t.scales[COL][7])

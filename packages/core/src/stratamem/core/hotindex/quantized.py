@@ -25,7 +25,7 @@ Q_MAX = 127.0
 #: residual steps per int8 step (signed 4-bit values in -7..7)
 RES = 14.0
 #: ``storage.hot_vector_dtype`` -> the codes' dtype
-DTYPES = {"i8": np.dtype(np.int8), "f32": np.dtype(np.float32)}
+DTYPES: dict[str, np.dtype] = {"i8": np.dtype(np.int8), "f32": np.dtype(np.float32)}
 
 
 def dtype_of(name: str) -> np.dtype:
@@ -57,14 +57,12 @@ def _unpack(packed: np.ndarray, dim: int) -> np.ndarray:
     return out[:, :dim]
 
 
-def quantize_rows(
-    unit: np.ndarray, dtype: np.dtype
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def quantize_rows(unit: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Unit float32 rows (k, dim), none zero, as (codes, residuals, scales) of ``dtype``.
 
     Element-wise per row, so one row quantised alone equals the same row quantised in a batch
     (a load and the write-through path leave the same bytes)."""
-    k, dim = unit.shape
+    k = len(unit)
     if dtype != np.int8:
         return unit.astype(np.float32), np.zeros((k, 0), np.uint8), np.ones(k, np.float32)
     # float32 temporaries only, reused in place (a load quantises 8,192-row batches)
@@ -102,7 +100,8 @@ def dots(query: np.ndarray, codes: np.ndarray) -> np.ndarray:
     out = np.empty((1, len(codes)), dtype=np.float32)
     if len(codes):
         nk.cdist(query[None, :], np.ascontiguousarray(codes), metric="dot", out=out)
-    return out[0]
+    row: np.ndarray = out[0]
+    return row
 
 
 def unit_rows(codes: np.ndarray, resid: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -524,7 +524,9 @@ class HotTable:
                 approx = dots(query, mat[:n]) * scale[:n]
                 approx[~valid] = -np.inf
             m = min(count, limit * RESCORE)
-            best = np.argpartition(-approx, m - 1)[:m] if len(approx) > m else np.arange(len(approx))
+            best = (
+                np.argpartition(-approx, m - 1)[:m] if len(approx) > m else np.arange(len(approx))
+            )
             best = best[np.isfinite(approx[best])]
             slots = slots[best] if slots is not None else best
         scores = rescore(mat, self.resid[col], scale, slots, qvec)
