@@ -281,7 +281,8 @@ DEFAULTS: dict[str, Any] = {
         "hot_index": True,
         #: memory budget of the mirror, MB (0 = none). Above it the namespaces used least recently
         #: are dropped from memory and served from LanceDB (same results), reloaded when used again
-        #: (hotindex/residency.py). ~3-4 KB per trace (HNSW included): 1024 MB holds ~250k
+        #: (hotindex/residency.py). ~2.5 KB per trace with int8 vectors, ~3.4 with the HNSW
+        #: graph above hot_ann_threshold_rows (hot-int8.md): 1024 MB holds ~300k
         "hot_index_max_mb": 1024,
         #: the mirror's vectors: "i8" (int8 codes + an int4 residual + a scale per row, 0.58 KB
         #: per 384-d vector, scanned by a SIMD int8 kernel and rescored with the residual: recall@10
