@@ -23,6 +23,7 @@ from stratamem.core.events import EventBus
 from stratamem.core.ids import now_ms
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.ownership import owner_namespace
+from stratamem.core.storage.rows import unreadable_trace
 from stratamem.core.storage.sqlite import Database
 from stratamem.core.telemetry import get_logger, span
 from stratamem.core.telemetry.audit import audit
@@ -31,6 +32,8 @@ _log = get_logger("journal")
 
 #: payload key holding ``{vector_column: text}`` to embed before the row is written
 EMBED_KEY = "_embed"
+#: entry key set (to the reason) on an entry read back from disk that no read could show
+UNREADABLE = "unreadable"
 
 
 class JournalWriter:
@@ -147,8 +150,13 @@ class JournalWriter:
         self._wake.set()
 
     def pending_rows(self, kind: str = "trace") -> list[dict[str, Any]]:
-        """Payloads of unapplied entries of ``kind`` (in journal order)."""
-        return [e["payload"] for s, e in sorted(self.pending.items()) if e["kind"] == kind]
+        """Payloads of unapplied entries of ``kind`` (in journal order) that a reader can be shown:
+        an entry no answer could carry is left to the writer (retried, then set aside)."""
+        return [
+            e["payload"]
+            for s, e in sorted(self.pending.items())
+            if e["kind"] == kind and UNREADABLE not in e
+        ]
 
     def pending_ids(self) -> set[str]:
         return {e["target_id"] for e in self.pending.values()}
@@ -430,14 +438,23 @@ def dead_letter(row: Any) -> dict[str, Any]:
 
 
 def _entry(row: Any) -> dict[str, Any]:
+    """A journal row read back from disk (replay, requeue). ``turn_end`` only journals what the
+    wire can carry, but an older version (or a bug) may have journaled a trace no answer can
+    encode (a ``ts`` past int64, NaN in a tool call): it is marked ``UNREADABLE`` so reads that
+    merge pending rows skip it instead of failing for its whole namespace while it is retried."""
     payload = json.loads(row["payload_json"])
-    return {
+    entry = {
         "seq": int(row["seq"]),
         "kind": row["kind"],
         "target_id": row["target_id"],
         "table": payload.pop("_table", "traces"),
         "payload": payload,
     }
+    reason = unreadable_trace(payload) if entry["kind"] == "trace" else None
+    if reason is not None:
+        entry[UNREADABLE] = reason
+        _log.warning("journal.entry_unreadable", seq=entry["seq"], error=reason)
+    return entry
 
 
 def journal_entry(

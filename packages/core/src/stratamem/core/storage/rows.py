@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stratamem.contract import codec
 from stratamem.contract.dtos import (
     DecisionGuidance,
     Episode,
@@ -95,6 +96,16 @@ def trace_from_row(row: Mapping[str, Any], episode_status: str | None = None) ->
         owner=owner_of(row),
         episode_status=episode_status,
     )
+
+
+def unreadable_trace(row: Mapping[str, Any]) -> str | None:
+    """Why a trace row could not be answered to a reader (the wire cannot carry it: a ``ts`` past
+    int64, NaN in a tool call's input), or None when it can."""
+    try:
+        codec.to_proto(trace_from_row(row))
+    except Exception as exc:  # any reason at all: the row cannot be shown
+        return f"{type(exc).__name__}: {exc}"[:500]
+    return None
 
 
 def _guidance(raw: str | None) -> DecisionGuidance:
