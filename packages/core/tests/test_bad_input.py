@@ -195,6 +195,18 @@ async def test_turn_end_refuses_what_the_wire_cannot_carry(
     assert "a good turn after the bad one" in {t.user_text for t in listed}
 
 
+async def test_a_ts_past_the_calendar_is_stored_and_never_fails_a_search(core: LocalCore) -> None:
+    """``ts=2**62`` fits the wire (int64) and is acknowledged, but no calendar shows it: rendering
+    its time failed, so every search of the namespace answered nothing (a retrieval failure is an
+    empty result), for good once the turn was applied. It renders as ``unknown time`` now."""
+    await core.turn_end(_with(user_text="the far future heron", ts=2**62))
+    await core.turn_end(_with(user_text="the present heron"))
+    await core.flush(10)
+    found = await core.search(RetrievalQuery(agent="hermes", query="heron", namespace=NS))
+    texts = " ".join(h.snippet for h in found.hits)
+    assert "the present heron" in texts and "the far future heron" in texts
+
+
 async def test_corrupt_config_yaml_refuses_to_open_and_keeps_the_file(tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text("retrieval: [broken\n")
     with pytest.raises(StratamemError) as err:

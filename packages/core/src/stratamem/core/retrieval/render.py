@@ -58,7 +58,10 @@ def format_time(ms: int | None, tz_offset_minutes: int = 0) -> str:
     if not ms:
         return "unknown time"
     tz = timezone(timedelta(minutes=tz_offset_minutes))
-    dt = datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone(tz)
+    try:
+        dt = datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone(tz)
+    except (OverflowError, OSError, ValueError):  # past year 9999: one row must not fail a search
+        return "unknown time"
     sign = "+" if tz_offset_minutes >= 0 else "-"
     h, m = divmod(abs(tz_offset_minutes), 60)
     off = f"{sign}{h}" + (f":{m:02d}" if m else "")
