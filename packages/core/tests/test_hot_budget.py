@@ -15,7 +15,8 @@ from stratamem.core.hotindex.footprint import footprint
 
 ALPHA = Namespace(agent_kind="hermes", profile_id="alpha")
 BETA = Namespace(agent_kind="hermes", profile_id="beta")
-#: filler that makes each trace ~10 KB in memory, so the 60 traces of a namespace are ~0.64 MB
+#: filler that makes each trace ~6 KB in memory (its postings: the texts themselves are in the
+#: rows' side file), so the 120 traces of a namespace are ~0.7 MB
 FILLER = " ".join(f"word{i}" for i in range(420))
 
 
@@ -25,7 +26,7 @@ async def core(tmp_path: Path) -> AsyncIterator[LocalCore]:
         yield c
 
 
-async def _fill(core: LocalCore, ns: Namespace, fact: str, turns: int = 60) -> None:
+async def _fill(core: LocalCore, ns: Namespace, fact: str, turns: int = 120) -> None:
     for i in range(turns):
         await core.turn_end(
             TurnResult(
@@ -59,7 +60,7 @@ async def test_the_budget_evicts_the_least_recent_namespace_and_results_stay_the
     hot = core.store.hot
     assert hot is not None
     await core.store.settle_hot()
-    # two namespaces of ~0.64 MB each do not fit 1 MB: memory holds no private rows yet
+    # two namespaces of ~0.7 MB each do not fit 1 MB: memory holds no private rows yet
     assert footprint(hot)["total"] <= 1_000_000
     assert _held_owners(core) == set()
 

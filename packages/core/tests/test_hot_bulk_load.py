@@ -124,7 +124,9 @@ def _pair(rows: list[dict[str, Any]], size: int = 64) -> tuple[HotTable, HotTabl
 
 def _assert_same_state(a: HotTable, b: HotTable) -> None:
     assert a.n == b.n and a.live == b.live
-    assert a.ids == b.ids and a.slot_of == b.slot_of
+    ids = list(a.ids)
+    assert ids == list(b.ids) and len(a.slot_of) == len(b.slot_of) == a.live
+    assert all(a.slot_of[i] == b.slot_of[i] == s for s, i in enumerate(ids) if i is not None)
     assert list(a.rows) == list(b.rows)
     n = a.n
     for attr in ("alive", "owner", "priority", "ts", "session"):

@@ -3,7 +3,7 @@
 The hot index legitimately grows with the data (vectors, rows, postings), so a memory figure that
 mixes it with everything else cannot tell a leak from data. This estimate walks the index:
 numpy buffers by ``nbytes`` (capacity included), Python containers and their values by
-``sys.getsizeof`` (the rows' shared values once, ``RowStore.nbytes``). It costs one pass over the
+``sys.getsizeof`` (the rows themselves are in a side file: only their locations count, ``RowFile.nbytes``). It costs one pass over the
 rows: for ``doctor`` and the bench; the memory budget's check estimates the rows from a sample.
 """
 
@@ -35,8 +35,7 @@ def table_bytes(t: HotTable, sample: int = 0) -> dict[str, int]:
     vectors = sum(m.nbytes for m in t.vecs.values()) + sum(h.nbytes for h in t.has.values())
     vectors += sum(s.nbytes for s in t.scales.values()) + sum(r.nbytes for r in t.resid.values())
     rows = t.rows.nbytes(sample)
-    ids = sys.getsizeof(t.ids) + sys.getsizeof(t.slot_of)
-    ids += sum(sys.getsizeof(i) for i in t.slot_of)
+    ids = t.slot_of.nbytes()
     columns = _arrays((t.alive, t.owner, t.priority, t.ts, t.session))
     sessions = sys.getsizeof(t.session_code) + sys.getsizeof(t.by_session)
     sessions += sum(sys.getsizeof(k) for k in t.session_code)

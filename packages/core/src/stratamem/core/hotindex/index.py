@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,10 +36,20 @@ _log = get_logger("hotindex")
 
 
 class HotIndex:
-    def __init__(self, tables: Mapping[str, Sequence[str]], dim: int, cfg: Mapping[str, Any]):
+    def __init__(
+        self,
+        tables: Mapping[str, Sequence[str]],
+        dim: int,
+        cfg: Mapping[str, Any],
+        spill_dir: Path | str | None = None,
+    ):
         self.cfg = cfg
         self.dim = dim
-        self.tables = {name: HotTable(name, cols, dim, cfg) for name, cols in tables.items()}
+        #: where the tables' row side files go (``rowfile.py``; None: the system's temp dir)
+        self.spill_dir = spill_dir
+        self.tables = {
+            name: HotTable(name, cols, dim, cfg, spill_dir) for name, cols in tables.items()
+        }
         self._builds: set[asyncio.Task[None]] = set()
         self.residency = Residency(Section("storage", cfg).get_int("hot_index_max_mb"))
         self._since_check = 0
@@ -111,7 +122,7 @@ class HotIndex:
         for name, tbl in lance_tables.items():
             if name not in self.tables:
                 continue
-            fresh = HotTable(name, self.tables[name].vec_cols, self.dim, self.cfg)
+            fresh = HotTable(name, self.tables[name].vec_cols, self.dim, self.cfg, self.spill_dir)
             fresh.reserve(int(await tbl.count_rows(where)))
             query = tbl.query() if where is None else tbl.query().where(where)
             reader = await query.to_batches(max_batch_length=8192)

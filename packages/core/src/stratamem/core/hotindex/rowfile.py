@@ -107,8 +107,8 @@ class RowFile:
 
     def __init__(self, directory: Path | str | None = None) -> None:
         self.directory = directory
-        #: (the file, each slot's location): swapped together by a rewrite
-        self._state: tuple[_Spill, np.ndarray] = (_Spill(directory), np.zeros(64, np.uint64))
+        #: (the file, made on the first write; each slot's location): swapped together by a rewrite
+        self._state: tuple[_Spill | None, np.ndarray] = (None, np.zeros(64, np.uint64))
         self._n = 0
         self._end = 0  # bytes written to the current file
         self._live = 0  # bytes of the rows the slots hold
@@ -139,8 +139,8 @@ class RowFile:
         return dict(zip(self._shapes[shape], values, strict=True))
 
     @staticmethod
-    def _read(spill: _Spill, loc: int) -> tuple[int, tuple[Any, ...]] | None:
-        if not loc:
+    def _read(spill: _Spill | None, loc: int) -> tuple[int, tuple[Any, ...]] | None:
+        if not loc or spill is None:
             return None
         off, size = loc >> LEN_BITS, loc & LONG
         if size == LONG:
@@ -160,7 +160,7 @@ class RowFile:
         out: list[Any] = [None] * n
         locs = loc[:n]
         slots = np.flatnonzero(locs)
-        if not len(slots):
+        if not len(slots) or spill is None:
             return out
         offs = (locs[slots] >> np.uint64(LEN_BITS)).astype(np.int64)
         sizes = (locs[slots] & np.uint64(LONG)).astype(np.int64)
@@ -223,6 +223,9 @@ class RowFile:
     def _write(self, slots: list[int], payloads: list[bytes | None]) -> None:
         """Append the payloads and point the slots at them (under the writer lock)."""
         spill, loc = self._state
+        if spill is None:
+            spill = _Spill(self.directory)
+            self._state = (spill, loc)
         parts: list[bytes] = []
         locs: list[int] = []
         at = self._end
@@ -264,6 +267,7 @@ class RowFile:
     def _rewrite(self) -> None:
         """Copy the live rows to a fresh file and swap it in (readers of the old one finish on it)."""
         spill, loc = self._state
+        assert spill is not None
         fresh, new_loc = _Spill(self.directory), np.zeros(len(loc), np.uint64)
         end = live = 0
         for slot in np.flatnonzero(loc[: self._n]).tolist():

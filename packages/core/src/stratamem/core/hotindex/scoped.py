@@ -21,7 +21,7 @@ from typing import Any, SupportsIndex
 import numpy as np
 
 from stratamem.contract.errors import ErrorCode, StratamemError
-from stratamem.core.hotindex.rows import Row, RowStore
+from stratamem.core.hotindex.rowfile import Row, RowFile
 from stratamem.core.hotindex.table import HotTable
 from stratamem.core.storage.ownership import Scope
 
@@ -29,12 +29,12 @@ from stratamem.core.storage.ownership import Scope
 MAX_SCOPES_CACHED = 64
 
 
-class _ScopedRows(RowStore):
+class _ScopedRows(RowFile):
     """The table's rows (shared state, as the view shares the table's), refusing foreign slots."""
 
     __slots__ = ("_view",)  # its own, not in the shared ``__dict__``
 
-    def __init__(self, rows: RowStore, view: ScopedHotTable) -> None:  # a view: no RowStore init
+    def __init__(self, rows: RowFile, view: ScopedHotTable) -> None:  # a view: no RowFile init
         self.__dict__ = rows.__dict__
         self._view = view
 
@@ -56,7 +56,7 @@ class ScopedHotTable(HotTable):
         self._rows_view: _ScopedRows | None = None
 
     @property
-    def rows(self) -> RowStore:
+    def rows(self) -> RowFile:
         raw = self.__dict__["rows"]
         view = self._rows_view
         if view is None or view.__dict__ is not raw.__dict__:
@@ -64,7 +64,7 @@ class ScopedHotTable(HotTable):
         return view
 
     @rows.setter
-    def rows(self, value: RowStore) -> None:
+    def rows(self, value: RowFile) -> None:
         raise AttributeError("a scoped view does not write (the store writes through HotIndex)")
 
     def _allowed(self) -> frozenset[int] | None:

@@ -1,4 +1,5 @@
-"""One table held in memory: rows by slot, int8 vector matrices, filter columns, lexical index.
+"""One table held in memory: int8 vector matrices, filter columns, lexical index; rows by slot in
+a side file (``rowfile.py``: read only for the rows a query returns).
 
 A slot is a row's position; it never moves (a delete leaves a tombstone, an update rewrites the slot
 in place), so the vector matrices, the filter columns, the postings and the ANN keys all share it.
@@ -11,14 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import math
+from array import array
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from stratamem.core.config.settings import Section
+from stratamem.core.hotindex import slotsets
 from stratamem.core.hotindex.ann import Ann
+from stratamem.core.hotindex.ids import IdIndex, SlotIds
 from stratamem.core.hotindex.lexical import Lexical, Substrings
 from stratamem.core.hotindex.quantized import (
     dots,
@@ -29,7 +34,7 @@ from stratamem.core.hotindex.quantized import (
     resid_width,
     unit_rows,
 )
-from stratamem.core.hotindex.rows import Row, RowStore
+from stratamem.core.hotindex.rowfile import Row, RowFile
 from stratamem.core.storage.ownership import Scope
 
 #: the columns the ownership rule may read; rows with equal values are equally visible
@@ -94,6 +99,9 @@ def unit_matrix(batch: pa.RecordBatch, col: str, dim: int) -> tuple[np.ndarray, 
 #: query): the int8 codes alone moved near-ties (recall@10 vs exact 0.983-0.985 at 100k on the
 #: bench corpus); their best 4 × limit hold the true top k (bench/results/hot-int8.md)
 RESCORE = 4
+#: sessions whose (ts, id) order is kept between reads (a session's turns are read for the
+#: neighbours of a hit: the cache of every session ever read grew ~1 KB a session)
+SESSION_ORDERS_CACHED = 256
 #: vectors handed to the graph per call while it is built (a float32 copy of this many rows,
 #: 0.4 GB at 384 dims; one call up to it, as the graph was built before the int8 rows)
 ANN_CHUNK = 262144
@@ -110,15 +118,22 @@ def _grow(arr: np.ndarray, need: int) -> np.ndarray:
 
 class HotTable:
     def __init__(
-        self, name: str, vec_cols: Sequence[str], dim: int, cfg: Mapping[str, Any]
+        self,
+        name: str,
+        vec_cols: Sequence[str],
+        dim: int,
+        cfg: Mapping[str, Any],
+        spill_dir: Path | str | None = None,
     ) -> None:
         self.name = name
         self.vec_cols = tuple(vec_cols)
         self.dim = dim
         self.cfg = Section("storage", cfg)
-        self.ids: list[str | None] = []
-        self.rows = RowStore()
-        self.slot_of: dict[str, int] = {}
+        #: the rows themselves, in a side file in ``spill_dir`` (``rowfile.py``)
+        self.rows = RowFile(spill_dir)
+        #: slot -> id and id -> slot (``ids.py``: no string per id resident)
+        self.ids = SlotIds(self.rows)
+        self.slot_of = IdIndex(self.rows)
         self.n = 0
         self.live = 0
         self.alive = np.zeros(0, dtype=bool)
@@ -130,11 +145,12 @@ class HotTable:
         self.ts = np.zeros(0, dtype=np.int64)
         self.session = np.zeros(0, dtype=np.int32)
         self.session_code: dict[str, int] = {}
-        #: session code -> its slots (a session's turns without scanning the table)
-        self.by_session: dict[int, set[int]] = {}
+        #: session code -> its slots, ascending (a session's turns without scanning the table)
+        self.by_session: dict[int, array[int]] = {}
         #: session code -> its (ts, id) keys and slots in that order, built on first read
         self._session_order: dict[int, tuple[list[tuple[int, str]], list[int]]] = {}
-        self.tags: dict[str, set[int]] = {}
+        #: tag -> its slots, ascending
+        self.tags: dict[str, array[int]] = {}
         #: int8 codes, their packed int4 residuals and a scale per row (``quantized.py``;
         #: float32 rows, no residual with ``hot_vector_dtype = "f32"``)
         self.vec_dtype = dtype_of(self.cfg.get_str("hot_vector_dtype"))
@@ -177,7 +193,7 @@ class HotTable:
         if (
             k == 0
             or len(set(ids)) != k
-            or any(i in self.slot_of for i in ids)
+            or self.slot_of.any_held(ids)
             or any(self.ann[c] is not None or self._ann_log[c] is not None for c in self.vec_cols)
         ):
             self.upsert(rows_of(batch, self.vec_cols))
@@ -190,9 +206,8 @@ class HotTable:
             setattr(self, attr, _grow(getattr(self, attr), end))
         for c in self.vec_cols:
             self.has[c] = _grow(self.has[c], end)
-        self.ids.extend(ids)
         self.rows.extend_from_columns(plain, columns)
-        self.slot_of.update(zip(ids, range(first, end), strict=True))
+        self.slot_of.update(ids, range(first, end))
         self.alive[first:end] = True
         self.live += k
 
@@ -215,10 +230,10 @@ class HotTable:
             code = self.session_code.setdefault(str(sid), len(self.session_code) + 1)
             self._session_order.pop(code, None)
             self.session[first + i] = code
-            self.by_session.setdefault(code, set()).add(first + i)
+            slotsets.add(self.by_session, code, first + i)
         for i, tags in enumerate(column("tags")):
             for t in tags or ():
-                self.tags.setdefault(str(t), set()).add(first + i)
+                slotsets.add(self.tags, str(t), first + i)
         self.lex.add_many(first, [str(v or "") for v in column("search_text")])
         self.sub.invalidate()
         for c in self.vec_cols:
@@ -254,9 +269,8 @@ class HotTable:
                 continue
             self._clear(slot)
             self._session_order.pop(int(self.session[slot]), None)
-            self.by_session.get(int(self.session[slot]), set()).discard(slot)
+            slotsets.discard(self.by_session, int(self.session[slot]), slot)
             self.session[slot] = 0
-            self.ids[slot] = None
             self.rows[slot] = None
             self.alive[slot] = False
             self.live -= 1
@@ -273,7 +287,6 @@ class HotTable:
         self.session = _grow(self.session, need)
         for c in self.vec_cols:
             self.has[c] = _grow(self.has[c], need)
-        self.ids.append(rid)
         self.rows.append(None)
         self.slot_of[rid] = slot
         self.alive[slot] = True
@@ -289,7 +302,7 @@ class HotTable:
         self.lex.remove(slot, str(old.get("search_text") or ""))
         self.sub.invalidate()
         for t in old.get("tags") or ():
-            self.tags.get(str(t), set()).discard(slot)
+            slotsets.discard(self.tags, str(t), slot)
         for c in self.vec_cols:
             if self.has[c][slot] and c not in keep:
                 self.has[c][slot] = False
@@ -322,12 +335,12 @@ class HotTable:
         self._session_order.pop(old_code, None)
         self._session_order.pop(code, None)
         if old_code != code:
-            self.by_session.get(old_code, set()).discard(slot)
+            slotsets.discard(self.by_session, old_code, slot)
         self.session[slot] = code
         if code:
-            self.by_session.setdefault(code, set()).add(slot)
+            slotsets.add(self.by_session, code, slot)
         for t in clean.get("tags") or ():
-            self.tags.setdefault(str(t), set()).add(slot)
+            slotsets.add(self.tags, str(t), slot)
         self.lex.add(slot, str(clean.get("search_text") or ""))
         self.sub.invalidate()
         for c in self.vec_cols:
@@ -461,10 +474,7 @@ class HotTable:
 
     def session_slots(self, session_id: str) -> np.ndarray:
         """Live slots of one session, ascending."""
-        got = self.by_session.get(self.session_code.get(session_id, 0))
-        if not got:
-            return np.zeros(0, dtype=np.int64)
-        return np.sort(np.fromiter(got, dtype=np.int64, count=len(got)))
+        return slotsets.slots(self.by_session.get(self.session_code.get(session_id, 0)))
 
     def session_order(self, session_id: str) -> tuple[list[tuple[int, str]], list[int]]:
         """A session's live rows ordered by (ts, id): their keys and slots (cached until one of
@@ -476,15 +486,15 @@ class HotTable:
             pairs = sorted(((int(self.ts[s]), str(self.ids[s])), s) for s in slots)
             got = ([k for k, _ in pairs], [s for _, s in pairs])
             if code:
+                if len(self._session_order) >= SESSION_ORDERS_CACHED:
+                    self._session_order.clear()
                 self._session_order[code] = got
         return got
 
     def tag_mask(self, tags: Sequence[str]) -> np.ndarray:
         out = np.zeros(self.n, dtype=bool)
         for t in tags:
-            slots = self.tags.get(t)
-            if slots:
-                out[np.fromiter(slots, dtype=np.int64, count=len(slots))] = True
+            out[slotsets.slots(self.tags.get(t))] = True
         return out
 
     def vector(

@@ -80,7 +80,7 @@ class LanceStore:
         self._rebalance_idle: tuple[list[tuple[str, str]], float] = ([], 0.0)
         #: the in-memory mirror recall reads (None when ``storage.hot_index`` is off)
         self.hot: HotIndex | None = (
-            HotIndex({n: v for n, (_f, v) in TABLES.items()}, dim, storage_cfg)
+            HotIndex({n: v for n, (_f, v) in TABLES.items()}, dim, storage_cfg, spill_dir=path)
             if self.cfg.get_bool("hot_index")
             else None
         )
