@@ -6,16 +6,19 @@ and journaled a trace whose ``ts`` is past int64. While the writer retried it (a
 default back-off) gRPC ``ListTraces`` of its namespace failed with ``cannot encode Trace``, and
 search answered nothing at all, in process too (rendering its time failed, and a retrieval failure
 is an empty result). Reads now skip it; it is still retried, then set aside, and later turns go on.
+An older version's entry that the wire can carry once its NaN reads as null is applied and shown.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,15 @@ QUICK_SET_ASIDE = {"journal__max_attempts": 2, "journal__retry_backoff_ms": 20}
 FAR = 2**70
 
 
+def _past_int64() -> dict[str, Any]:
+    """An older version's entry for a tool call with ``started_at=ended_at=2**70``."""
+    call = {"name": "shell", "input": {"cmd": "ls"}, "output": "ok"}
+    return {
+        "ts": FAR + 1,
+        "tool_calls_json": json.dumps([{**call, "started_at": FAR, "ended_at": FAR}]),
+    }
+
+
 def _now() -> int:
     return int(time.time() * 1000)
 
@@ -44,9 +56,9 @@ async def _until(pred: Any, timeout_s: float = 60.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def _home_with_unreadable_entry(home: Path) -> dict[str, str]:
+async def _home_with_old_entry(home: Path, **fields: Any) -> dict[str, str]:
     """A real home holding one applied turn and, pending after it, the entry an older version
-    journaled for a turn of the same episode (its row copied from that version's output)."""
+    journaled for a turn of the same episode (its row as that version wrote it: ``fields``)."""
 
     async def capture() -> str:
         async with open_core(home, embedding__provider="none") as core:
@@ -71,14 +83,12 @@ async def _home_with_unreadable_entry(home: Path) -> dict[str, str]:
             "SELECT payload_json, session_id, episode_id FROM journal WHERE target_id=?", (good,)
         ).fetchone()
         payload = json.loads(row[0])
-        call = {"name": "shell", "input": {"cmd": "ls"}, "output": "ok"}
         payload.update(
             id="tr_oldversion",
-            ts=FAR + 1,
             turn_id=payload["turn_id"] + 1,
-            user_text="poisoned turn about the heron",
+            user_text="an older version's turn about the heron",
             agent_text="ran a tool",
-            tool_calls_json=json.dumps([{**call, "started_at": FAR, "ended_at": FAR}]),
+            **fields,
         )
         db.execute(
             "INSERT INTO journal(kind, target_id, session_id, episode_id, turn_key, payload_json,"
@@ -108,7 +118,7 @@ async def _reads_work(core: Any, ids: dict[str, str]) -> None:
 
 
 async def test_reads_skip_an_unreadable_pending_entry_in_process(tmp_path: Path) -> None:
-    ids = await _home_with_unreadable_entry(tmp_path)
+    ids = await _home_with_old_entry(tmp_path, **_past_int64())
     async with open_core(tmp_path, embedding__provider="none", **SLOW_RETRY) as core:
         assert (await core.health()).journal_backlog == 1  # pending, waiting for its next try
         await _reads_work(core, ids)
@@ -139,14 +149,40 @@ async def test_reads_skip_an_unreadable_pending_entry_in_process(tmp_path: Path)
 
 async def test_reads_over_grpc_skip_an_unreadable_pending_entry(tmp_path: Path) -> None:
     """``stratamem serve`` on the home, reads over its socket (ListTraces failed here)."""
-    ids = await _home_with_unreadable_entry(tmp_path)
+    ids = await _home_with_old_entry(tmp_path, **_past_int64())
+    async with _served(tmp_path, SLOW_RETRY) as core:
+        assert (await core.health()).journal_backlog == 1
+        await _reads_work(core, ids)
+
+
+async def test_a_stored_nan_of_an_older_version_is_listed_as_null_over_grpc(
+    tmp_path: Path,
+) -> None:
+    """An older version stored NaN in a tool call's input (``turn_end`` refuses it now): the row
+    applies, and gRPC ``ListTraces``/``GetTrace`` of its namespace failed for good ("value is not
+    JSON-serialisable"). It is shown as far as JSON goes: the NaN reads as null."""
+    call = {"name": "shell", "input": {"x": float("nan"), "y": 1}, "output": "ok"}
+    ids = await _home_with_old_entry(tmp_path, ts=_now(), tool_calls_json=json.dumps([call]))
+    async with _served(tmp_path, {}) as core:
+        await core.flush(30)
+        assert (await core.health()).journal_backlog == 0  # it was never a poison entry
+        listed = await core.list_traces(ListQuery(namespace=NS, limit=50))
+        assert {t.id for t in listed} == {ids["good"], "tr_oldversion"}
+        old = await core.get_trace("tr_oldversion", NS)
+        assert old is not None and old.tool_calls[0].input == {"x": None, "y": 1}
+
+
+@contextlib.asynccontextmanager
+async def _served(home: Path, config: dict[str, Any]) -> AsyncIterator[RemoteCore]:
+    """A real ``stratamem serve`` on ``home`` (``config`` as environment overrides), reached
+    over its socket."""
     env = {**os.environ, "STRATAMEM_EMBEDDING__PROVIDER": "none"}
-    env.update({f"STRATAMEM_{k.upper()}": str(v) for k, v in SLOW_RETRY.items()})
+    env.update({f"STRATAMEM_{k.upper()}": str(v) for k, v in config.items()})
     stratamem = str(Path(sys.executable).parent / "stratamem")
     serve = await asyncio.create_subprocess_exec(
         stratamem,
         "--home",
-        str(tmp_path),
+        str(home),
         "serve",
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
@@ -155,12 +191,11 @@ async def test_reads_over_grpc_skip_an_unreadable_pending_entry(tmp_path: Path) 
     )
     try:
         end = time.monotonic() + 120
-        while (sock := live_socket(tmp_path)) is None:
+        while (sock := live_socket(home)) is None:
             assert serve.returncode is None and time.monotonic() < end, "serve did not come up"
             await asyncio.sleep(0.05)
         async with RemoteCore(f"unix:{sock}") as core:
-            assert (await core.health()).journal_backlog == 1
-            await _reads_work(core, ids)
+            yield core
     finally:
         if serve.returncode is None:
             serve.terminate()

@@ -44,11 +44,18 @@ def tool_calls_to_json(calls: Sequence[ToolCall]) -> str:
     )
 
 
+def _no_constant(_: str) -> None:
+    return None
+
+
 def tool_calls_from_json(raw: str | None) -> tuple[ToolCall, ...]:
+    """Stored tool calls. NaN and infinities (``turn_end`` refuses them now; an older version
+    stored them) read as ``null``: JSON cannot carry them, and one stored value must not make
+    every listing of its namespace fail over gRPC."""
     if not raw:
         return ()
     out = []
-    for d in json.loads(raw):
+    for d in json.loads(raw, parse_constant=_no_constant):
         known = {k: d.get(k) for k in ToolCall.__dataclass_fields__ if k in d}
         out.append(ToolCall(**known))
     return tuple(out)
