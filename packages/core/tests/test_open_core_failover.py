@@ -268,3 +268,37 @@ async def test_a_remote_core_finds_the_new_owner_that_took_the_home_meanwhile(
     after = json.loads(await third.line())
     assert await third.exit_code() == 0, third.stderr()
     _check_every_ack_once(out, after)
+
+
+LIGHT = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from stratamem.core import open_core
+
+    async def main(home):
+        async with open_core(home, embedding__provider="none") as core:
+            await core.health()
+            heavy = sorted(m for m in ("lancedb", "stratamem.core.local") if m in sys.modules)
+            print(json.dumps({"kind": type(core).__name__, "heavy": heavy}), flush=True)
+
+    asyncio.run(main(sys.argv[1]))
+    """
+)
+
+
+async def test_a_second_process_reaches_a_serving_owner_without_importing_the_engine(
+    tmp_path: Path,
+) -> None:
+    """It used to try to own the home first, importing LanceDB and the engine (9 and 20 s of a
+    second process's open on a loaded machine) only to find the home locked."""
+    home = tmp_path / "home"
+    owner = await Proc.start(tmp_path, "owner", OWNER, str(home))
+    try:
+        assert await owner.line() == "LocalCore"
+        light = await Proc.start(tmp_path, "light", LIGHT, str(home))
+        out = json.loads(await light.line())
+        assert await light.exit_code() == 0, light.stderr()
+        assert out == {"kind": "RemoteCore", "heavy": []}
+        await _owner_leaves(owner, "clean")
+    finally:
+        owner.kill()

@@ -29,7 +29,6 @@ from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.client import DEFAULT_START_BUDGET_S, live_socket, owner_record
-from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.telemetry import get_logger
 
 _log = get_logger("server")
@@ -71,12 +70,19 @@ async def find_or_own(
 ) -> tuple[Any, str | None]:
     """``(engine, None)`` when this process takes the home's lock, else ``(None, owner's socket)``.
 
-    Two processes at once both try to own the home: the loser waits for the winner to serve (it
+    An owner already serving is reached at once, without importing the engine. Two processes at once both try to own the home: the loser waits for the winner to serve (it
     takes the lock before its engine is open) and connects; if the owner leaves meanwhile, the
     loser tries to own the home again, so neither sees ``home_locked`` within
     ``OWNER_SOCKET_WAIT_S``."""
     give_up = time.monotonic() + OWNER_SOCKET_WAIT_S
     while True:
+        record = await asyncio.to_thread(owner_record, home)
+        if record is not None and record.get("pid") != os.getpid():
+            # an owner serving now: connect without importing the engine (LanceDB's import alone
+            # took 9 of a second process's 20 s on a loaded machine)
+            sock = await asyncio.to_thread(live_socket, home)
+            if sock:
+                return None, sock
         try:
             return await open_engine(), None
         except StratamemError as err:
@@ -105,6 +111,8 @@ async def open_or_connect(
     path = resolve_home(home, host=host)
 
     async def open_engine() -> Any:
+        from stratamem.core.engine.assemble import open_local_core  # only when we may own it
+
         return await open_local_core(path, embedder=embedder, **config_overrides)
 
     core, sock = await find_or_own(path, open_engine)
