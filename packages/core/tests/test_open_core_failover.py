@@ -13,11 +13,13 @@ turn exactly once. Every wait is bounded; a failure shows each process's stderr.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
 import textwrap
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -302,3 +304,57 @@ async def test_a_second_process_reaches_a_serving_owner_without_importing_the_en
         await _owner_leaves(owner, "clean")
     finally:
         owner.kill()
+
+
+#: Takes the home's lock and never serves (an owner whose engine is still opening), until stdin
+#: closes.
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from stratamem.core.home import prepare_home
+    from stratamem.core.storage.lock import HomeLock
+    lock = HomeLock(prepare_home(Path(sys.argv[1]))).acquire()
+    print("locked", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+async def test_closing_while_a_takeover_is_under_way_releases_the_home(tmp_path: Path) -> None:
+    """The core is closed while one of its calls is taking the home over: the close waits for the
+    takeover and stops the engine it opened (it used to stay open, holding the home's lock, until
+    the process exited)."""
+    from stratamem.contract.errors import StratamemError
+    from stratamem.contract.hostkit.client import owner_record
+    from stratamem.core import open_core
+
+    home = tmp_path / "home"
+    owner = await Proc.start(tmp_path, "owner", OWNER, str(home))
+    holder: Proc | None = None
+    try:
+        assert await owner.line() == "LocalCore"
+        cm = open_core(home, embedding__provider="none")
+        core = await cm.__aenter__()
+        assert type(core).__name__ == "RemoteCore"
+        await _owner_leaves(owner, "clean")
+        holder = await Proc.start(tmp_path, "holder", HOLDER, str(home))
+        assert await holder.line() == "locked"  # the next owner, not serving yet
+        call = asyncio.create_task(core.health())  # finds the owner gone: waits for the next
+        end = time.monotonic() + STEP_S
+        while not core._recover_lock.locked():
+            assert time.monotonic() < end, "the call never started recovering"
+            await asyncio.sleep(0.01)
+        closing = asyncio.create_task(cm.__aexit__(None, None, None))
+        assert holder.proc.stdin is not None
+        holder.proc.stdin.close()  # it leaves without serving: the call takes the home over
+        assert await holder.exit_code() == 0
+        async with asyncio.timeout(STEP_S):
+            await closing
+            with contextlib.suppress(StratamemError):
+                await call
+        assert owner_record(home) is None  # nothing of ours holds the home
+    finally:
+        owner.kill()
+        if holder is not None:
+            holder.kill()

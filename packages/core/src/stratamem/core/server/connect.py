@@ -136,35 +136,48 @@ async def _following_owner(
     from stratamem.contract.remote import RemoteCore
 
     owned: list[tuple[Any, Any]] = []  # (engine, service) once this process took the home over
+    # a takeover runs under ``taking``; closing waits for one under way, then stops what it opened
+    # (else an engine opened after the close would hold the home until this process exits)
+    taking = asyncio.Lock()
+    closed = False
 
     async def reconnect() -> str:
-        if owned:  # ours already: its socket (a transient failure on our own channel)
-            return f"unix:{owned[0][1].socket_path}"
-        core, found = await find_or_own(path, open_engine)
-        if core is None:
-            _log.info("server.owner_moved", socket=found)
-            return f"unix:{found}"
-        service = await _serve_embedded(core)
-        if service is None or service.socket_path is None:
-            await _close_owned(core, service)  # unreachable by our own client: let another own it
-            raise StratamemError(
-                ErrorCode.TRANSPORT_CLOSED,
-                f"took over home {path} but could not serve its socket",
-                {"home": str(path)},
-            )
-        owned.append((core, service))
-        _log.info("server.took_over", home=str(path), socket=str(service.socket_path))
-        return f"unix:{service.socket_path}"
+        async with taking:
+            if closed:
+                raise StratamemError(ErrorCode.ALREADY_SHUT_DOWN, "this core has been closed")
+            if owned:  # ours already: its socket (a transient failure on our own channel)
+                return f"unix:{owned[0][1].socket_path}"
+            core, found = await find_or_own(path, open_engine)
+            if core is None:
+                _log.info("server.owner_moved", socket=found)
+                return f"unix:{found}"
+            try:
+                service = await _serve_embedded(core)
+            except BaseException:
+                await core.shutdown()
+                raise
+            if service is None or service.socket_path is None:
+                await _close_owned(core, service)  # our client cannot reach it: let another own it
+                raise StratamemError(
+                    ErrorCode.TRANSPORT_CLOSED,
+                    f"took over home {path} but could not serve its socket",
+                    {"home": str(path)},
+                )
+            owned.append((core, service))
+            _log.info("server.took_over", home=str(path), socket=str(service.socket_path))
+            return f"unix:{service.socket_path}"
 
     remote = RemoteCore(f"unix:{sock}", reconnect=reconnect)
     try:
         yield remote
     finally:
+        closed = True
         try:
             await remote.shutdown()
         finally:
-            for core, service in owned:
-                await _close_owned(core, service)
+            async with taking:
+                for core, service in owned:
+                    await _close_owned(core, service)
 
 
 async def _close_owned(core: Any, service: Any) -> None:
