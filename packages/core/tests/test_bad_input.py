@@ -228,3 +228,21 @@ async def test_unwritable_home_is_path_not_writable(tmp_path: Path) -> None:
         async with open_core(blocker / "home", embedding__provider="none"):
             pass
     assert err.value.code == "path_not_writable"
+
+
+async def test_cli_timeline_shows_a_time_past_the_calendar_as_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``stratamem timeline`` died with ``year 146140482 is out of range`` on such a trace."""
+    import asyncio
+
+    from stratamem.core.cli import main
+
+    async with open_core(tmp_path, embedding__provider="none") as c:
+        await c.turn_end(_with(user_text="the present heron"))  # opens the episode
+        ack = await c.turn_end(_with(user_text="the far future heron", ts=2**62))
+        await c.flush(10)
+    args = ["--home", str(tmp_path), "--offline", "timeline", ack.episode_id]
+    assert await asyncio.to_thread(main, args) == 0
+    out = capsys.readouterr().out
+    assert "unknown time" in out and ack.trace_id in out

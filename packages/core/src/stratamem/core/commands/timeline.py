@@ -78,4 +78,7 @@ def run(args: argparse.Namespace) -> int:
 def _when(ts_ms: int) -> str:
     """A trace's time as a reader takes it: local ISO time to the second (``--json`` keeps the
     epoch milliseconds)."""
-    return datetime.fromtimestamp(ts_ms / 1000).astimezone().isoformat(timespec="seconds")
+    try:
+        return datetime.fromtimestamp(ts_ms / 1000).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):  # past year 9999 (int64 allows it)
+        return "unknown time"
