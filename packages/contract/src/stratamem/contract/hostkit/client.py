@@ -78,7 +78,7 @@ def owner_record(home: Path) -> dict[str, Any] | None:
     path = Path(home) / OWNER_LOCK
     try:
         fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no home there (yet): nobody owns it
         return None
     except PermissionError as exc:
         raise StratamemError(
