@@ -71,3 +71,34 @@ def test_stop_words_are_checked_after_stemming_like_lancedbs_analyzer() -> None:
 def test_a_repeated_query_token_counts_once_per_occurrence_for_bm25() -> None:
     assert query_tokens(["dogs", "dog"]) == ["dog"]
     assert query_tokens(["dogs", "dog"], unique=False) == ["dog", "dog"]
+
+
+#: added words with their weights, as the query expansion passes them (vocab/expand.py)
+EXTRA = [("walks", 0.5), ("homeless", 0.35), ("greet", 0.3)]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+async def test_weighted_added_words_score_alike_on_the_hot_index_and_lancedb(
+    tmp_path: Path, query: str
+) -> None:
+    # the LanceDB path sends them as boosted clauses of one boolean query, the hot index as
+    # weighted tokens of its pruned scorer: both are BM25(query) + Σ weight × BM25(word)
+    db = await lancedb.connect_async(str(tmp_path / "lance"))
+    table = await db.create_table(
+        "t", data=[{"id": str(i), "search_text": d} for i, d in enumerate(DOCS)]
+    )
+    await table.create_index("search_text", config=FTS(), replace=True)
+    cq = compile_text(query)
+    got = await ch.table_fts(table, cq.fts_text, "true", len(DOCS), extra=EXTRA)
+    lance = {int(r["id"]): s for r, s in got}
+    lex = Lexical()
+    for i, d in enumerate(DOCS):
+        lex.add(i, d)
+    toks = query_tokens(cq.terms[:12], unique=False)
+    extra = {query_tokens([w])[0]: wt for w, wt in EXTRA}
+    hot = dict(lex.bm25(toks, np.ones(len(DOCS), dtype=bool), len(DOCS), extra))
+    assert set(hot) == set(lance)
+    plain = await _lance_scores(tmp_path, query)
+    assert any(abs(lance[r] - plain.get(r, 0.0)) > 0.05 for r in lance), "the words added nothing"
+    for row, score in lance.items():
+        assert hot[row] == pytest.approx(score, rel=1e-4), (row, DOCS[row])

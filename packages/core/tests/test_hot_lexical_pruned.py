@@ -125,3 +125,32 @@ def test_bulk_indexing_equals_indexing_the_texts_one_by_one(texts: list[str], fi
     for tok in one._slots:
         assert bulk._slots[tok].tolist() == one._slots[tok].tolist(), tok
         assert bulk._tfs[tok].tolist() == one._tfs[tok].tolist(), tok
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(5, 300))
+def test_weighted_expansion_terms_are_pruned_exactly_and_add_weight_times_their_bm25(
+    seed: int, n: int
+) -> None:
+    # query expansion (vocab/expand.py): added tokens with a weight each, inside the pruned pass
+    rng = random.Random(seed)
+    lex = Lexical()
+    lex.add_many(0, [_text(rng, 1, 12) for _ in range(n)])
+    for _ in range(6):
+        toks = _query(rng)
+        extra = {t: rng.choice([0.1, 0.35, 0.5, 1.7]) for t in rng.sample(VOCAB, 3)}
+        extra = {t: w for t, w in extra.items() if t not in toks}
+        mask = np.array([rng.random() > 0.3 for _ in range(n)], dtype=bool)
+        limit = rng.choice([1, 3, 10, 50])
+        got = lex.bm25(toks, mask, limit, extra)
+        assert got == lex.bm25_exhaustive(toks, mask, limit, extra)
+        # BM25 is a sum over terms: the weighted query is the plain one plus w × each term's
+        whole = dict(lex.bm25_exhaustive(toks, mask, n))
+        for tok, w in extra.items():
+            for slot, sc in lex.bm25_exhaustive([tok], mask, n):
+                whole[slot] = whole.get(slot, 0.0) + w * sc
+        assert len(got) == min(limit, len(whole))
+        for slot, sc in got:
+            assert sc == pytest.approx(whole[slot], rel=1e-5)
+        left_out = [sc for slot, sc in whole.items() if slot not in dict(got)]
+        assert max(left_out, default=0.0) <= got[-1][1] * (1 + 1e-5) if got else not whole

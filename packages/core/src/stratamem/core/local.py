@@ -166,6 +166,8 @@ class LocalCore:
                     await self._maintenance
             self._starts.cancel_all()
             with contextlib.suppress(Exception):
+                await self.services.vocab.close()
+            with contextlib.suppress(Exception):
                 self.bus.emit("system.shutdown", {"reason": "shutdown"})
             self.services.close()
             self.lock.release()

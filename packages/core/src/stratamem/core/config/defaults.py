@@ -268,6 +268,20 @@ DEFAULTS: dict[str, Any] = {
         #: ~no weight (retrieval/dense_query.py: counted on the hot index, else over a sample of the
         #: caller's memories on the LanceDB path; 0 turns it off)
         "dense_common_word_share": 0.8,
+        #: widen the BM25 query with the home's own words near the query's words (vocab/: a word
+        #: store per home filled by the capture writer; bench/results/locomo.md, sessions 6 and 8)
+        "expand_vocab": True,
+        #: m: the nearest words kept per word (changing it rebuilds the store's lists at load)
+        "expand_vocab_neighbours": 8,
+        #: τ: an added word's cosine with the query word it neighbours
+        "expand_vocab_min_cosine": 0.5,
+        #: θ: an added word's cosine with the whole query's vector (keeps neighbours of a broad
+        #: word that have nothing to do with the question out)
+        "expand_vocab_min_query_cosine": 0.3,
+        #: γ: an added word's BM25 weight is this × its cosine with the query word
+        "expand_vocab_weight": 0.5,
+        #: s: only words held by at most this share of the memories are added (rare, informative)
+        "expand_vocab_max_share": 0.02,
     },
     "storage": {
         "fts_tokenizer": "trigram",

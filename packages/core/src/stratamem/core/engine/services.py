@@ -24,6 +24,7 @@ from stratamem.core.ids import now_ms
 from stratamem.core.storage.journal import JournalWriter
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.sqlite import Database
+from stratamem.core.vocab.service import VocabService
 
 T = TypeVar("T")
 
@@ -70,6 +71,16 @@ class EngineServices:
             self.cpu_executor,
             config["journal"],
         )
+        #: the home's word store (query expansion), filled after each applied batch
+        self.vocab = VocabService(
+            home / "data" / "vocab",
+            int(getattr(embedder, "dimension", 0) or 0) or 384,
+            config["retrieval"],
+            embed=self.embed_words if embedder is not None else None,
+            run_cpu=self.run_cpu,
+            lance=store,
+        )
+        self.journal.after_store.append(self.vocab.on_applied)
         #: set once the core is shut down; every public call then raises ``already_shut_down``
         self.shut = False
         #: weak: a session's lock lives while a call holds or awaits it, so sessions that are
@@ -93,6 +104,18 @@ class EngineServices:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Document vectors (blocking: call through ``run_cpu``)."""
         out: np.ndarray = self.embedder.embed_documents(texts)
+        return out
+
+    def embed_words(self, words: list[str]) -> np.ndarray:
+        """Vocabulary words' vectors (blocking), past the embedding cache: words would push the
+        queries a user repeats out of it."""
+        inner = getattr(self.embedder, "inner", self.embedder)
+        out: np.ndarray = inner.embed_documents(words)
+        return out
+
+    async def embed_many(self, texts: list[str]) -> np.ndarray:
+        """Several texts' vectors from one model call (a query and the words the home lacks)."""
+        out: np.ndarray = await self.run_cpu(lambda: self.embedder.embed_documents(texts))
         return out
 
     async def embed_query(self, text: str) -> np.ndarray | None:

@@ -17,7 +17,7 @@ import re
 import unicodedata
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -27,6 +27,8 @@ import pyarrow.compute as pc
 import snowballstemmer
 
 _TEXT: Any = None
+#: weighted tokens added to a BM25 query (token -> multiplier of its idf)
+Extra = Mapping[str, float] | None
 
 
 def _text() -> Any:
@@ -336,28 +338,31 @@ class Lexical:
         return self._score
 
     def bm25_exhaustive(
-        self, tokens: Sequence[str], mask: np.ndarray, limit: int
+        self, tokens: Sequence[str], mask: np.ndarray, limit: int, extra: Extra = None
     ) -> list[tuple[int, float]]:
-        """Okapi BM25 (OR over ``tokens``) of the slots passing ``mask``: every posting of every
-        term scored (the reference ``bm25`` equals; also its path when there is nothing to prune)."""
+        """Okapi BM25 (OR over ``tokens``, then each ``extra`` token × its weight) of the slots
+        passing ``mask``: every posting of every term scored (the reference ``bm25`` equals)."""
         if not tokens or self._docs == 0 or limit <= 0:
             return []
         avg = self._total / self._docs
         lens = np.frombuffer(self._len, dtype=np.float32)
         score = self._buffer()
         touched = []
-        for tok in tokens:
+        for tok, mult in [*((t, 1.0) for t in tokens), *(extra or {}).items()]:
             got = self.postings(tok)
             if got is None:
                 continue
             slots, tfs = got
-            score[slots] += _contrib(idf(self._docs, len(slots)), tfs, lens[slots], avg)
+            score[slots] += _contrib(idf(self._docs, len(slots)) * mult, tfs, lens[slots], avg)
             touched.append(slots)
         return self._top(score, touched, mask, limit)
 
-    def bm25(self, tokens: Sequence[str], mask: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def bm25(
+        self, tokens: Sequence[str], mask: np.ndarray, limit: int, extra: Extra = None
+    ) -> list[tuple[int, float]]:
         """Okapi BM25 (OR over ``tokens``) of the slots passing ``mask``, best first (ties: lower
-        slot first): exactly ``bm25_exhaustive``'s list, found by MaxScore pruning.
+        slot first): exactly ``bm25_exhaustive``'s list, found by MaxScore pruning. ``extra``:
+        weighted tokens (query expansion, none of ``tokens``), pruned like the others.
 
         Terms are taken in decreasing upper bound (idf × the largest per-posting factor). Each
         taken ("essential") term's postings are scored into the buffer, and the k-th best partial
@@ -369,15 +374,17 @@ class Lexical:
         """
         if not tokens or self._docs == 0 or limit <= 0:
             return []
-        uniq = list(dict.fromkeys(tokens))
+        extra = {t: w for t, w in (extra or {}).items() if t not in tokens}
+        uniq = list(dict.fromkeys([*tokens, *extra]))
         post = {tok: got for tok in uniq if (got := self.postings(tok)) is not None}
         if sum(len(g[0]) for g in post.values()) < max(PRUNE_MIN_POSTINGS, 8 * limit):
-            return self.bm25_exhaustive(tokens, mask, limit)
+            return self.bm25_exhaustive(tokens, mask, limit, extra)
         n_docs = self._docs
         avg = self._total / n_docs
         lens = np.frombuffer(self._len, dtype=np.float32)
         weight = {tok: idf(n_docs, len(post[tok][0])) for tok in post}
-        count = Counter(t for t in tokens if t in post)
+        count: dict[str, float] = dict(Counter(t for t in tokens if t in post))
+        count.update((t, w) for t, w in extra.items() if t in post)
         ub = {
             tok: count[tok] * weight[tok] * self._factor_bound(tok, post[tok], lens, avg)
             for tok in post
@@ -434,7 +441,9 @@ class Lexical:
             floor = max(floor, _kth(part, limit))
             alive = part + rest[taken] >= floor
             cand, part = cand[alive], part[alive]
-        return self._rank(self._exact(tokens, post, weight, cand, lens, avg), cand, limit)
+        plain = [(t, 1.0) for t in tokens]
+        acc = self._exact([*plain, *extra.items()], post, weight, cand, lens, avg)
+        return self._rank(acc, cand, limit)
 
     def _factor_bound(
         self, tok: str, got: tuple[np.ndarray, np.ndarray], lens: np.ndarray, avg: float
@@ -463,31 +472,32 @@ class Lexical:
 
     def _exact(
         self,
-        tokens: Sequence[str],
+        tokens: Sequence[tuple[str, float]],
         post: dict[str, tuple[np.ndarray, np.ndarray]],
         weight: dict[str, float],
         cand: np.ndarray,
         lens: np.ndarray,
         avg: float,
     ) -> np.ndarray:
-        """BM25 of the ascending slots ``cand``: each query token (in order, repeats included) looked
-        up by bisection in its postings, summed as the exhaustive scorer sums."""
+        """BM25 of the ascending slots ``cand``: each (query token, multiplier), in order, repeats
+        included, looked up by bisection in its postings, summed as the exhaustive scorer sums."""
         acc = np.zeros(len(cand), dtype=np.float32)
         if not len(cand):
             return acc
-        hits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for tok in tokens:
+        hits: dict[tuple[str, float], tuple[np.ndarray, np.ndarray]] = {}
+        for tok, mult in tokens:
             got = post.get(tok)
             if got is None:
                 continue
-            where = hits.get(tok)
+            where = hits.get((tok, mult))
             if where is None:
                 slots, tfs = got
                 pos = np.searchsorted(slots, cand)
                 pos[pos == len(slots)] = 0
                 hit = slots[pos] == cand
                 sel = pos[hit]
-                where = hits[tok] = (hit, _contrib(weight[tok], tfs[sel], lens[slots[sel]], avg))
+                contrib = _contrib(weight[tok] * mult, tfs[sel], lens[slots[sel]], avg)
+                where = hits[(tok, mult)] = (hit, contrib)
             acc[where[0]] += where[1]
         return acc
 

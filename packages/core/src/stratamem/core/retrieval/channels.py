@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from lancedb.query import FullTextOperator, MatchQuery
+from lancedb.query import BooleanQuery, FullTextOperator, MatchQuery, Occur
 
 from stratamem.core.config.settings import Section
 from stratamem.core.retrieval.candidates import unit
@@ -85,11 +85,23 @@ def ann_ef(store: Any, limit: int) -> int:
     return max(cfg.get_int("ann_ef"), limit * cfg.get_int("ann_refine_factor"))
 
 
-async def table_fts(table: Any, text: str, where: str, limit: int) -> Scored:
-    """Native BM25 on ``search_text``; any term may match (OR). No index yet → nothing."""
+async def table_fts(
+    table: Any, text: str, where: str, limit: int, extra: Sequence[tuple[str, float]] = ()
+) -> Scored:
+    """Native BM25 on ``search_text``; any term may match (OR). No index yet → nothing.
+
+    ``extra``: words added with a weight each (query expansion): LanceDB sums the clauses of a
+    boolean query, each boosted, so a row scores BM25(query) + Σ weight × BM25(word), as the
+    hot index's ``Lexical.bm25`` does with its weighted tokens."""
     if not text.strip():
         return []
-    match = MatchQuery(text, "search_text", operator=FullTextOperator.OR)  # type: ignore[call-arg]
+    match: Any = MatchQuery(text, "search_text", operator=FullTextOperator.OR)  # type: ignore[call-arg]
+    if extra:
+        clauses = [(Occur.SHOULD, match)] + [
+            (Occur.SHOULD, MatchQuery(word, "search_text", boost=w))  # type: ignore[call-arg]
+            for word, w in extra
+        ]
+        match = BooleanQuery(clauses)
     try:
         rows = await rows_of(table.query().nearest_to_text(match).where(where).limit(limit))
     except ValueError as exc:

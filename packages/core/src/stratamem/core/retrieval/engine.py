@@ -12,7 +12,7 @@ import inspect
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,18 @@ from stratamem.core.routing import classify_intent, query_profile, schedule_inje
 from stratamem.core.storage.ownership import Scope
 from stratamem.core.storage.scoped import ScopedTable
 from stratamem.core.telemetry import get_logger, span
+from stratamem.core.vocab.expand import expand, missing, params_of, query_words
+from stratamem.core.vocab.service import embed_with_query
+
+#: the retrieval settings of the query expansion (vocab/expand.py: ``params_of``)
+EXPAND_KEYS = (
+    "expand_vocab_neighbours",
+    "expand_vocab_min_cosine",
+    "expand_vocab_weight",
+    "expand_vocab_max_share",
+    "expand_vocab_min_query_cosine",
+    "dense_common_word_share",
+)
 
 _log = get_logger("retrieval")
 _MISSING = object()
@@ -94,6 +106,8 @@ class RetrievalContext:
     store: Any | None = None
     #: the in-memory hot index serving the tables (None: query LanceDB directly)
     hot: Any | None = None
+    #: the home's word store service (vocab/service.py): query expansion; None: none
+    vocab: Any | None = None
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -136,6 +150,9 @@ class _Run:
         #: search queries an LLM added to the query (retrieval/llm_rewrite.py), empty offline
         self.rewrites: list[str] = []
         self.hot = ctx.hot
+        self.vocab_store: Any | None = None
+        self.expand_params: Any = None
+        self.lacking: dict[str, np.ndarray] = {}
 
     def s(self, key: str) -> Any:
         got = self._settings.get(key, _MISSING)
@@ -180,6 +197,20 @@ class _Run:
             return text
         df, n = sample_df(sample, text, analyze)
         return dense_text(text, df, n, tokens=analyze, share=share)
+
+    async def expansion_words(self) -> tuple[list[str], list[str]] | None:
+        """The query's words to widen with the home's vocabulary and, of those, the ones the
+        home lacks (vocab/expand.py); None when the switch is off or the store is not ready."""
+        vocab = self.ctx.vocab
+        if vocab is None or not bool(self.s("expand_vocab")) or 2 not in self.plan.tiers:
+            return None
+        st = await self.dl.run("vocab", vocab.for_query)
+        if st is None:
+            return None
+        self.vocab_store = st
+        self.expand_params = params_of({k: self.s(k) for k in EXPAND_KEYS})
+        words = query_words(st, self.cq.terms[: hot_tiers.FTS_TERMS], self.expand_params)
+        return (words, missing(st, words)) if words else None
 
     # -- learned tables (skills, experiences, world models): retrieval/learned.py ----------------
     async def tier1(self) -> None:
@@ -369,12 +400,25 @@ class _Run:
         self.cq = widen(self.cq, self.rewrites)
         if emb is not None:
             text = await self.dense_query_text()
-            self.qvec = await self.dl.run("embed", lambda: _embed(emb, text))
+            words = await self.expansion_words()
+            if words and words[1]:  # the words the home lacks: in the query's model call
+                got = await self.dl.run("embed", lambda: embed_with_query(emb, text, words[1]))
+                if got is not None:
+                    self.qvec = unit(got[0])
+                    self.lacking = dict(zip(words[1], got[1], strict=True))
+            else:
+                self.qvec = await self.dl.run("embed", lambda: _embed(emb, text))
             if self.rewrites and self.qvec is not None:  # the rewrites' meaning joins the query's
                 extra = "\n".join(self.rewrites)
                 also = await self.dl.run("embed_rewrite", lambda: _embed(emb, extra))
                 if also is not None:
                     self.qvec = unit(self.qvec + also)
+            if words and self.qvec is not None and self.vocab_store is not None:
+                toks = analyze(" ".join(self.cq.terms[: hot_tiers.FTS_TERMS]))
+                got_exp = expand(
+                    self.vocab_store, words[0], self.qvec, self.expand_params, self.lacking, toks
+                )
+                self.cq = replace(self.cq, expansion=got_exp.words)
         jobs = []
         if 1 in self.plan.tiers:
             jobs.append(self.tier1())
@@ -461,6 +505,9 @@ class _CoreEmbedder:
     async def embed_query(self, text: str) -> Any:
         return await self.core.embed_query(text)
 
+    async def embed_many(self, texts: list[str]) -> Any:
+        return await self.core.embed_many(texts)
+
 
 def _monotonic_deadline(deadline_at_ms: int | None, config: Mapping[str, Any] | None) -> float:
     if deadline_at_ms is None:
@@ -514,6 +561,7 @@ async def retrieve(
             llm=getattr(core, "llm", None),
             store=store,
             hot=_hot_for(store, visible),
+            vocab=getattr(core, "vocab", None),
         )
     return await _Run(ctx).run()
 

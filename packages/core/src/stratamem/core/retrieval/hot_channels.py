@@ -135,10 +135,15 @@ def bm25(
 
 
 def bm25_hits(
-    t: HotTable, terms: Sequence[str], mask: np.ndarray, limit: int
+    t: HotTable,
+    terms: Sequence[str],
+    mask: np.ndarray,
+    limit: int,
+    extra: Mapping[str, float] | None = None,
 ) -> list[tuple[int, float]]:
-    """``bm25`` as (slot, score) pairs, no row made."""
-    return t.lex.bm25(_tokens(tuple(terms), False), mask, limit)
+    """``bm25`` as (slot, score) pairs, no row made; ``extra``: weighted tokens (query
+    expansion, vocab/expand.py) scored inside the same pruned pass."""
+    return t.lex.bm25(_tokens(tuple(terms), False), mask, limit, extra)
 
 
 @lru_cache(maxsize=4096)

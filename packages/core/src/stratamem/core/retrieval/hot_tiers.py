@@ -56,6 +56,11 @@ def table_pool(
     pool.add_channel("exact_identifier", e)
 
 
+def expansion_tokens(cq: CompiledQuery) -> dict[str, float] | None:
+    """The query expansion's added tokens and weights (None: no expansion)."""
+    return {tok: w for _word, tok, w in cq.expansion} or None
+
+
 def _floored(
     hits: Sequence[tuple[int, float]], absolute: float, ratio: float, limit: int
 ) -> list[tuple[int, float]]:
@@ -125,7 +130,7 @@ def trace_channels(
         s_hits = vec("vec_summary", False, rs)
 
     lex = (
-        hc.bm25_hits(t, cq.terms[:FTS_TERMS], base, kw_pool)
+        hc.bm25_hits(t, cq.terms[:FTS_TERMS], base, kw_pool, expansion_tokens(cq))
         if t is not None and base is not None
         else []
     )

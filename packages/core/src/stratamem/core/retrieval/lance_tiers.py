@@ -144,9 +144,14 @@ async def trace_channels(
 
     async def fts() -> ch.Scored:
         got: ch.Scored = []
+        extra = [(word, w) for word, _tok, w in cq.expansion]  # the hot path's weighted terms
         if table is not None:
             got = (
-                await dl.run("fts", lambda: ch.table_fts(table, cq.fts_text, where, kw_pool)) or []
+                await dl.run(
+                    "fts",
+                    lambda: ch.table_fts(table, cq.fts_text, where, kw_pool, extra=extra),
+                )
+                or []
             )
         merged = ch.merge_scored(got, ch.pending_bm25(lex_pending, cq.terms), normalise=True)
         return ch.floor_relative(merged, 0.0, 0.2)[:kw_pool]

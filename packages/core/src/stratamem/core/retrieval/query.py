@@ -22,6 +22,9 @@ class CompiledQuery:
     terms: tuple[str, ...]  # pattern / BM25 terms, stop words removed (≤16)
     fts_text: str  # OR query for the native FTS index (≤12 terms)
     identifiers: tuple[str, ...]
+    #: words the home's vocabulary adds to the BM25 query: (word, index token, weight)
+    #: (vocab/expand.py; set by the engine once the query vector is known)
+    expansion: tuple[tuple[str, str, float], ...] = ()
 
 
 def clamp_query(text: str) -> str:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -84,6 +84,9 @@ class JournalWriter:
         self.applied_total = 0
         self.set_aside_total = 0
         self.on_applied: list[Callable[[list[dict[str, Any]]], None]] = []
+        #: awaited with (table, rows) once a batch is stored, before it counts as applied (the
+        #: home's word store: vocab/service.py); a failure is logged, never fails the batch
+        self.after_store: list[Callable[[str, list[dict[str, Any]]], Awaitable[None]]] = []
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> int:
@@ -339,6 +342,12 @@ class JournalWriter:
             for table, trows in by_table.items():
                 await self.store.upsert(table, trows)
                 await self.store.ensure_fts(table)
+            for table, trows in by_table.items():
+                for hook in self.after_store:
+                    try:
+                        await hook(table, trows)
+                    except Exception as exc:
+                        _log.warning("journal.after_store_failed", table=table, error=str(exc))
             await self._db(lambda: self.db.journal_mark_applied(seqs))
         return rows
 

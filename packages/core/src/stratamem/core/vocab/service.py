@@ -1,0 +1,199 @@
+"""The word store's life in a running core: loaded on first use, filled by the journal writer
+after each applied batch (background, never in ``turn_end``'s acknowledgement), built from the
+stored memories in the background when a home has memories but no store (an older home, or the
+switch turned on after captures made with it off). Until a store is complete a query gets no
+expansion: plain BM25, never an error."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from stratamem.core.telemetry import get_logger
+from stratamem.core.vocab.store import WordStore
+
+T = TypeVar("T")
+_log = get_logger("vocab")
+
+#: words embedded per model call while a store is built
+BUILD_BATCH = 256
+#: the lists and counts are written at most this often while captures arrive (and at shutdown)
+SAVE_EVERY_S = 5.0
+#: set when memories were captured with the switch off: the store no longer covers them
+_STALE = "stale"
+
+
+class VocabService:
+    """One home's word store behind its switch (``retrieval.expand_vocab``)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        dim: int,
+        retrieval: Mapping[str, Any],
+        *,
+        embed: Callable[[list[str]], np.ndarray] | None,
+        run_cpu: Callable[[Callable[[], Any]], Awaitable[Any]],
+        lance: Any,
+    ) -> None:
+        self.folder = folder
+        self.dim = dim
+        self.cfg = retrieval
+        self.embed = embed
+        self.run_cpu = run_cpu
+        self.lance = lance
+        self._store: WordStore | None = None
+        self._loading = asyncio.Lock()
+        #: held while counting memories: the build's scan and the writer's batches never overlap
+        self._counting = asyncio.Lock()
+        self._build: asyncio.Task[None] | None = None
+        self._saved = time.monotonic()
+        #: whether the home held no memory when the core opened (its store starts complete)
+        self._new_home = not lance.may_have_rows("traces")
+        #: memories observed at load or applied since (for tests and the bench)
+        self.applied = 0
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.cfg.get("expand_vocab")) and self.embed is not None
+
+    @property
+    def m(self) -> int:
+        return int(self.cfg["expand_vocab_neighbours"])
+
+    async def store(self) -> WordStore:
+        """The store, loaded on first use (off the event loop)."""
+        if self._store is not None:
+            return self._store
+        async with self._loading:
+            if self._store is None:
+                self._store = await self.run_cpu(self._load)
+        return self._store
+
+    def _load(self) -> WordStore:
+        t0 = time.perf_counter()
+        fresh = not (self.folder / "words.txt").exists() and not WordStore.exists(self.folder)
+        st = WordStore.load(self.folder, self.dim, self.m)
+        if fresh:  # a new home is complete from its first memory; an older one needs a build
+            st.complete = self._new_home
+        if (self.folder / _STALE).exists():
+            st.complete = False
+        _log.info(
+            "vocab.loaded",
+            words=len(st),
+            complete=st.complete,
+            ms=round((time.perf_counter() - t0) * 1000, 1),
+        )
+        return st
+
+    async def for_query(self) -> WordStore | None:
+        """The store when it covers every memory, else None (and its build started)."""
+        if not self.enabled:
+            return None
+        st = await self.store()
+        if st.complete:
+            return st
+        self.start_build()
+        return None
+
+    # -- capture ----------------------------------------------------------------------------------
+    async def on_applied(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """The journal writer applied ``rows`` to ``table``: count their words, embed and link
+        the new ones. With the switch off only a stale mark is left when a store exists."""
+        if table != "traces" or not rows:
+            return
+        if not self.enabled:
+            if self.folder.exists() and not (self.folder / _STALE).exists():
+                (self.folder / _STALE).touch()
+            return
+        st = await self.store()
+        texts = [str(r.get("search_text") or "") for r in rows]
+        async with self._counting:
+            new = await self.run_cpu(lambda: st.observe(texts))
+        self.applied += len(texts)
+        if new:
+            await self._add(st, new)
+        if time.monotonic() - self._saved >= SAVE_EVERY_S:
+            await self.save()
+
+    async def _add(self, st: WordStore, words: list[str]) -> None:
+        embed = self.embed
+        assert embed is not None
+        for a in range(0, len(words), BUILD_BATCH):
+            part = words[a : a + BUILD_BATCH]
+            vecs = await self.run_cpu(lambda p=part: embed(p))  # type: ignore[misc]
+            await self.run_cpu(lambda p=part, v=vecs: st.add(p, np.asarray(v)))  # type: ignore[misc]
+
+    # -- build ------------------------------------------------------------------------------------
+    def start_build(self) -> None:
+        if self._build is None or self._build.done():
+            self._build = asyncio.create_task(self.build(), name="stratamem-vocab-build")
+
+    async def build(self) -> None:
+        """Count every stored memory again and embed the words the store lacks (an older home's
+        first use; minutes per 40k words, once). Queries get plain BM25 meanwhile."""
+        st = await self.store()
+        t0 = time.perf_counter()
+        async with self._counting:
+            table = self.lance.maintenance_table("traces", "vocab.build")
+            got = await table.query().select(["search_text"]).to_arrow()
+            texts = [str(t or "") for t in got.column("search_text").to_pylist()]
+
+            def recount() -> list[str]:
+                with st.lock:
+                    st.df.clear()
+                    st.memories = 0
+                    return st.observe(texts)
+
+            new = await self.run_cpu(recount)
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder / _STALE).unlink()
+        await self._add(st, new)
+        st.complete = True
+        await self.save()
+        _log.info(
+            "vocab.built",
+            memories=len(texts),
+            words=len(st),
+            embedded=len(new),
+            s=round(time.perf_counter() - t0, 1),
+        )
+
+    async def save(self) -> None:
+        st = self._store
+        if st is None:
+            return
+        self._saved = time.monotonic()
+        await self.run_cpu(st.save)
+
+    async def close(self) -> None:
+        """Stop a running build (it starts again on next use) and write the lists and counts."""
+        if self._build is not None and not self._build.done():
+            self._build.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._build
+        with contextlib.suppress(Exception):
+            await self.save()
+
+
+async def embed_with_query(
+    embedder: Any, text: str, words: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The query's vector and the vectors of ``words`` from one model call (the words the home
+    lacks cost no second call)."""
+    many = getattr(embedder, "embed_many", None)
+    if many is not None:
+        got = await many([text, *words])
+    else:
+        fn = getattr(embedder, "embed_documents", None)
+        if fn is None:
+            raise TypeError("the embedder cannot embed a batch")
+        got = await asyncio.to_thread(fn, [text, *words])
+    mat = np.asarray(got, dtype=np.float32)
+    return mat[0], mat[1:]
