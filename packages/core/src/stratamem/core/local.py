@@ -178,6 +178,7 @@ class LocalCore:
             applied = await self.journal.drain(timeout_s)
         except TimeoutError:
             applied = 0
+        await self.services.vocab.settle(timeout_s)  # the stored memories' words (vocab/)
         if self.learner is not None:  # fire feedback windows, run reward/L2/L3/skills now
             await self.learner.flush(timeout_s)
         return FlushResult(applied=applied, backlog=self.journal.backlog())

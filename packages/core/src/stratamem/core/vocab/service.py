@@ -56,8 +56,13 @@ class VocabService:
         self._saved = time.monotonic()
         #: whether the home held no memory when the core opened (its store starts complete)
         self._new_home = not lance.may_have_rows("traces")
-        #: memories observed at load or applied since (for tests and the bench)
+        #: memories observed since the core opened (for tests and the bench)
         self.applied = 0
+        #: texts of stored memories not yet counted (``_drain`` takes them in order)
+        self._queue: list[str] = []
+        self._worker: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     @property
     def enabled(self) -> bool:
@@ -104,23 +109,50 @@ class VocabService:
 
     # -- capture ----------------------------------------------------------------------------------
     async def on_applied(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """The journal writer applied ``rows`` to ``table``: count their words, embed and link
-        the new ones. With the switch off only a stale mark is left when a store exists."""
+        """The journal writer stored ``rows`` in ``table``: queue their texts for the store's own
+        task (counting and embedding never delay the writer: a restart's replay, read-your-writes).
+        With the switch off only a stale mark is left when a store exists."""
         if table != "traces" or not rows:
             return
         if not self.enabled:
             if self.folder.exists() and not (self.folder / _STALE).exists():
                 (self.folder / _STALE).touch()
             return
-        st = await self.store()
-        texts = [str(r.get("search_text") or "") for r in rows]
-        async with self._counting:
-            new = await self.run_cpu(lambda: st.observe(texts))
-        self.applied += len(texts)
-        if new:
-            await self._add(st, new)
-        if time.monotonic() - self._saved >= SAVE_EVERY_S:
-            await self.save()
+        self._queue.extend(str(r.get("search_text") or "") for r in rows)
+        self._idle.clear()
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._drain(), name="stratamem-vocab-words")
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
+                texts, self._queue = self._queue, []
+                st = await self.store()
+                async with self._counting:
+                    new = await self.run_cpu(lambda t=texts: st.observe(t))  # type: ignore[misc]
+                self.applied += len(texts)
+                if new:
+                    await self._add(st, new)
+                if time.monotonic() - self._saved >= SAVE_EVERY_S:
+                    await self.save()
+        except Exception as exc:  # the words are lost: the store is rebuilt on next use
+            _log.warning("vocab.update_failed", error=str(exc))
+            self._queue.clear()
+            if self._store is not None:
+                self._store.complete = False
+        finally:
+            self._idle.set()
+
+    async def settle(self, timeout_s: float | None) -> bool:
+        """Wait (bounded) until every stored memory's words are in the store (``flush``)."""
+        if self._idle.is_set():
+            return True
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
 
     async def _add(self, st: WordStore, words: list[str]) -> None:
         embed = self.embed
@@ -172,12 +204,17 @@ class VocabService:
         self._saved = time.monotonic()
         await self.run_cpu(st.save)
 
-    async def close(self) -> None:
-        """Stop a running build (it starts again on next use) and write the lists and counts."""
-        if self._build is not None and not self._build.done():
-            self._build.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._build
+    async def close(self, timeout_s: float = 10.0) -> None:
+        """Let the queued words in (bounded), stop a running build (it starts again on next use)
+        and write the lists and counts. Words left out mark the store incomplete: rebuilt."""
+        done = await self.settle(timeout_s)
+        for task in (self._worker, self._build):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if not done and self._store is not None:
+            self._store.complete = False
         with contextlib.suppress(Exception):
             await self.save()
 
