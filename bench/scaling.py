@@ -53,6 +53,7 @@ def served_context(core: Any, query: Any, qvec: np.ndarray, tables: dict[str, An
         tiers=scheduled_tiers(query),
         store=core.store,
         hot=core.store.hot,
+        vocab=core.services.vocab,
     )
 
 
@@ -267,6 +268,17 @@ async def run_size(
             out["hot_load_s"] = round(time.perf_counter() - t0, 2)
             if core.store.hot is not None:
                 out["hot"] = core.store.hot.stats()["traces"]
+            # the word store of query expansion, built from the loaded rows (as for an older home)
+            vocab = core.services.vocab
+            if vocab.enabled:
+                t0 = time.perf_counter()
+                await vocab.build()
+                st = await vocab.store()
+                out["vocab"] = {
+                    "build_s": round(time.perf_counter() - t0, 2),
+                    "words": len(st),
+                    "array_bytes": st.nbytes(),
+                }
             out["memory_mb_after_load"] = memory_mb()
             seed_db = None if served_only else SeedDesign(home / "seed.db", ids, matrix)
             try:

@@ -111,8 +111,8 @@ def expand(
         for i, qc in zip(keep, to_q.tolist(), strict=True):
             if qc < p.min_query_cosine:
                 continue
-            tok = token_of(names[i])
-            if tok is None or tok in own or store.df.get(tok, 0) > cap:
+            tok = store.tokens[int(ids[i])]
+            if not tok or tok in own or store.df.get(tok, 0) > cap:
                 continue
             c = float(cos[i])
             if tok not in best or c > best[tok][1]:
