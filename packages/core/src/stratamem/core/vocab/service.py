@@ -129,7 +129,7 @@ class VocabService:
                 texts, self._queue = self._queue, []
                 st = await self.store()
                 async with self._counting:
-                    new = await self.run_cpu(lambda t=texts: st.observe(t))  # type: ignore[misc]
+                    new = await self.run_cpu(lambda s=st, t=texts: s.observe(t))  # type: ignore[misc]
                 self.applied += len(texts)
                 if new:
                     await self._add(st, new)

@@ -210,7 +210,9 @@ class WordStore:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.folder / "words.txt", "a", encoding="utf-8") as f:
-            part = zip(self.words[start : start + count], self.tokens[start : start + count])
+            part = zip(
+                self.words[start : start + count], self.tokens[start : start + count], strict=True
+            )
             f.write("".join(f"{w}\t{t}\n" for w, t in part))
         with open(self.folder / "vectors.i8", "ab") as f:
             f.write(self._q[start : start + count].tobytes())
