@@ -83,6 +83,8 @@ PAIRS += [
 ]
 #: "console" is a word of the home; "states" is not (embedded with the query)
 CONSOLE = "What console does Ann own?"
+#: the switch (off by default: bench/results/locomo.md, session 8)
+ON = {"retrieval__expand_vocab": True}
 STATES = "Which states did Ann visit?"
 
 
@@ -110,7 +112,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("vocab-home")
     import asyncio
 
-    asyncio.run(_ingest(home))
+    asyncio.run(_ingest(home, **ON))
     return home
 
 
@@ -129,7 +131,7 @@ async def _ranked(core: Any, query: str) -> list[tuple[str, float]]:
 
 
 async def _search(home: Path, query: str, **overrides: Any) -> list[tuple[str, float]]:
-    core = await open_local_core(home, **overrides)
+    core = await open_local_core(home, **{**ON, **overrides})
     try:
         return await _ranked(core, query)
     finally:
@@ -172,7 +174,7 @@ async def test_the_word_store_survives_a_restart(home: Path) -> None:
     folder = home / "data" / "vocab"
     before = WordStore.load(folder, 384)
     assert len(before) > 50 and before.memories == len(PAIRS) and before.complete
-    core = await open_local_core(home)
+    core = await open_local_core(home, **ON)
     try:
         first = await _ranked(core, CONSOLE)
         st = await core.services.vocab.store()
@@ -228,7 +230,7 @@ async def test_a_home_without_a_store_builds_one_in_the_background(tmp_path: Pat
     # an older home (memories captured with no store): plain BM25 until the build is done
     home = tmp_path / "old"
     await _ingest(home, retrieval__expand_vocab=False)
-    core = await open_local_core(home)
+    core = await open_local_core(home, **ON)
     try:
         vocab = core.services.vocab
         plain = await _ranked(core, CONSOLE)

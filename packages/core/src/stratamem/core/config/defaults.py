@@ -269,8 +269,10 @@ DEFAULTS: dict[str, Any] = {
         #: caller's memories on the LanceDB path; 0 turns it off)
         "dense_common_word_share": 0.8,
         #: widen the BM25 query with the home's own words near the query's words (vocab/: a word
-        #: store per home filled by the capture writer; bench/results/locomo.md, sessions 6 and 8)
-        "expand_vocab": True,
+        #: store per home filled by the capture writer; bench/results/locomo.md, sessions 6 and 8).
+        #: Off: LoCoMo multi-hop gains (0.268 -> 0.31) but the long-memory set loses (answerable
+        #: R@10 0.91 -> 0.89 with the home-wide word counts)
+        "expand_vocab": False,
         #: m: the nearest words kept per word (changing it rebuilds the store's lists at load)
         "expand_vocab_neighbours": 8,
         #: τ: an added word's cosine with the query word it neighbours
