@@ -406,7 +406,7 @@ class _Run:
                 if got is not None:
                     self.qvec = unit(got[0])
                     self.lacking = dict(zip(words[1], got[1], strict=True))
-            else:
+            if self.qvec is None:  # (also when a batch could not be embedded: the query alone)
                 self.qvec = await self.dl.run("embed", lambda: _embed(emb, text))
             if self.rewrites and self.qvec is not None:  # the rewrites' meaning joins the query's
                 extra = "\n".join(self.rewrites)
