@@ -401,7 +401,8 @@ class _Run:
         if emb is not None:
             text = await self.dense_query_text()
             words = await self.expansion_words()
-            if words and words[1]:  # the words the home lacks: in the query's model call
+            batch = hasattr(emb, "embed_many") or hasattr(emb, "embed_documents")
+            if words and words[1] and batch:  # the words the home lacks: in the query's call
                 got = await self.dl.run("embed", lambda: embed_with_query(emb, text, words[1]))
                 if got is not None:
                     self.qvec = unit(got[0])
