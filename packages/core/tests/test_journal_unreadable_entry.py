@@ -200,3 +200,23 @@ async def _served(home: Path, config: dict[str, Any]) -> AsyncIterator[RemoteCor
         if serve.returncode is None:
             serve.terminate()
         await asyncio.wait_for(serve.wait(), 60)
+
+
+async def test_a_stored_time_past_the_calendar_never_fails_a_search_or_the_timeline(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """An older version stored ``ts=2**62`` (it fits int64; ``turn_end`` refuses it now): every
+    search of the namespace answered nothing (rendering its time raised, and a retrieval failure
+    is an empty result) and ``stratamem timeline`` died with ``year ... is out of range``."""
+    from stratamem.core.cli import main
+
+    ids = await _home_with_old_entry(tmp_path, ts=2**62)
+    async with open_core(tmp_path, embedding__provider="none") as core:
+        await core.flush(30)  # applied: the row is in LanceDB for good
+        found = await core.search(RetrievalQuery(agent="hermes", query="heron", namespace=NS))
+        assert {h.ref_id for h in found.hits} == {ids["good"], "tr_oldversion"}
+    capsys.readouterr()
+    args = ["--home", str(tmp_path), "--offline", "timeline", ids["episode"]]
+    assert await asyncio.to_thread(main, args) == 0
+    out = capsys.readouterr().out
+    assert "unknown time" in out and "tr_oldversion" in out

@@ -47,17 +47,22 @@ def check_id(name: str, value: Any) -> str:
     return value
 
 
-#: the wire's ``int64`` (and SQLite's INTEGER): a larger integer would be acknowledged, then fail
-#: in the journal and in every gRPC answer that carries it
-INT64_MAX = 2**63 - 1
+#: the last millisecond of year 9999. Past the wire's int64 a time was acknowledged, then failed in
+#: the journal and in every gRPC answer carrying it; below int64 but past this it fits no calendar (SQLite's ``date()``
+#: is NULL for it, so opening an episode failed with an untyped IntegrityError; Python's datetime
+#: refuses it, so every search rendering it failed)
+EPOCH_MS_MAX = 253_402_300_799_999
 
 
 def check_epoch_ms(name: str, value: Any, *, required: bool = True) -> int | None:
-    """A non-negative integer that fits the wire's int64 (``None`` allowed when not required)."""
+    """Epoch milliseconds from 1970 to the end of year 9999 (``None`` allowed when not required)."""
     if value is None and not required:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
-        raise bad(f"{name} must be an integer in [0, 2^63-1] (epoch ms)", field=name)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= EPOCH_MS_MAX:
+        raise bad(
+            f"{name} must be epoch milliseconds in [0, {EPOCH_MS_MAX}] (up to year 9999)",
+            field=name,
+        )
     return value
 
 
