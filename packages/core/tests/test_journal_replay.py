@@ -84,12 +84,15 @@ async def test_pages_still_on_disk_are_counted_waited_for_and_searched(tmp_path:
 
 #: thousands of pending entries replayed 20 at a time (each page embedded): seconds of replay
 MANY = 2000
+#: reads that must see the whole replay wait for it with a generous bound: the default (30 s) is a
+#: user's deadline, and replaying MANY entries in pages of 20 takes longer than that at load 13+
+READ_WAIT = {"journal__replay_read_wait_s": 300}
 
 
 async def test_get_and_list_during_the_replay_see_every_acknowledged_turn(tmp_path: Path) -> None:
     await _one_turn(tmp_path)
     _backlog(tmp_path, MANY)
-    async with open_core(tmp_path, journal__replay_page=20) as core:
+    async with open_core(tmp_path, journal__replay_page=20, **READ_WAIT) as core:
         newest = f"tr_replay{MANY - 1:04d}"  # in the last page on disk
         got = await core.get_trace(newest, NS)
         assert got is not None and "tangerine" in got.user_text
@@ -108,7 +111,7 @@ async def test_get_and_list_during_the_replay_see_every_acknowledged_turn(tmp_pa
 async def test_export_right_after_a_restart_holds_every_acknowledged_turn(tmp_path: Path) -> None:
     await _one_turn(tmp_path)
     _backlog(tmp_path, MANY)
-    async with open_core(tmp_path, journal__replay_page=20) as core:
+    async with open_core(tmp_path, journal__replay_page=20, **READ_WAIT) as core:
         bundle = await export_bundle(core, None)
     ids = {t["id"] for t in bundle["traces"]}
     assert len(ids) == MANY + 1 and f"tr_replay{MANY - 1:04d}" in ids
@@ -149,7 +152,7 @@ async def test_a_delete_during_the_replay_removes_a_trace_still_on_disk(tmp_path
     await _one_turn(tmp_path)
     _backlog(tmp_path, MANY)
     newest = f"tr_replay{MANY - 1:04d}"
-    async with open_core(tmp_path, journal__replay_page=20) as core:
+    async with open_core(tmp_path, journal__replay_page=20, **READ_WAIT) as core:
         assert await core.delete_traces([newest], NS) == 1
         assert (await core.flush(timeout_s=300)).backlog == 0
         assert await core.get_trace(newest, NS) is None  # the replay did not bring it back
