@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stratamem.core.hotindex import lexical
-from stratamem.core.hotindex.lexical import Lexical, analyze
+from stratamem.core.hotindex.lexical import Lexical, analyze, scoring
 
 VOCAB = [f"w{i}x" for i in range(40)]  # analysed as themselves (no stemming, no stop words)
 WEIGHTS = [1.0 / (i + 1) ** 1.1 for i in range(len(VOCAB))]
@@ -23,8 +22,8 @@ WEIGHTS = [1.0 / (i + 1) ** 1.1 for i in range(len(VOCAB))]
 @pytest.fixture(autouse=True)
 def _prune_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     # small corpora: take the pruned path for every query, cache bounds for every term
-    monkeypatch.setattr(lexical, "PRUNE_MIN_POSTINGS", 0)
-    monkeypatch.setattr(lexical, "_BOUND_MIN_DF", 2)
+    monkeypatch.setattr(scoring, "PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(scoring, "_BOUND_MIN_DF", 2)
 
 
 def _text(rng: random.Random, lo: int, hi: int) -> str:

@@ -1,0 +1,141 @@
+"""Postings per token over a table's slots (ascending slot order, read as numpy views), the
+documents' lengths, and the cache of long postings' BM25 factor bounds that writes keep valid."""
+
+from __future__ import annotations
+
+import bisect
+import sys
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from stratamem.core.hotindex.lexical.analysis import analyze, analyze_many
+from stratamem.core.hotindex.lexical.bm25 import K1, B
+
+
+class Postings:
+    """Postings per token over the table's slots; a removed slot's postings are dropped eagerly."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, array[int]] = {}
+        self._tfs: dict[str, array[float]] = {}
+        self._len = array("f")
+        self._total = 0.0
+        self._docs = 0
+        #: token -> max over its postings of tf·(K1+1)/(tf + K1·(1-B+B·dl/avg)) at ``_bound_avg``
+        #: (long postings only; an add raises it, a remove leaves it: still an upper bound)
+        self._bound: dict[str, float] = {}
+        self._bound_avg = 0.0
+
+    # -- writes ------------------------------------------------------------------------------
+    def add(self, slot: int, text: str) -> None:
+        toks = analyze(text)
+        while len(self._len) <= slot:
+            self._len.append(0.0)
+        self._len[slot] = float(max(1, len(toks)))
+        self._total += self._len[slot]
+        self._docs += 1
+        dl = self._len[slot]
+        for tok, tf in Counter(toks).items():
+            sl = self._slots.get(tok)
+            if sl is None:
+                sl = self._slots[tok] = array("i")
+                self._tfs[tok] = array("f")
+            if not sl or sl[-1] < slot:
+                sl.append(slot)
+                self._tfs[tok].append(float(tf))
+            else:  # a rewritten slot: keep the postings ascending (lookups bisect them)
+                at = bisect.bisect_left(sl, slot)
+                sl.insert(at, slot)
+                self._tfs[tok].insert(at, float(tf))
+            bound = self._bound.get(tok)
+            if bound is not None:
+                f = tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / self._bound_avg))
+                if f > bound:
+                    self._bound[tok] = f
+
+    def add_many(self, first: int, texts: Sequence[str]) -> None:
+        """Index ``texts`` at slots ``first, first + 1, …`` (a bulk load: fresh slots, ascending).
+
+        The same postings ``add`` would append one text at a time (per token: slots ascending,
+        their term frequencies), built as arrays: token ids per text, one sort by (token, slot),
+        one extend per token.
+        """
+        if not texts:
+            return
+        names, tid_arr, text_of = analyze_many(texts)
+        lens = np.bincount(text_of, minlength=len(texts))
+        end = first + len(texts)
+        if len(self._len) < end:
+            self._len.extend([0.0] * (end - len(self._len)))
+        doc_len = np.maximum(lens, 1).astype(np.float32)
+        self._len[first:end] = array("f", doc_len.tobytes())
+        for v in doc_len.tolist():  # in slot order, as ``add`` sums them
+            self._total += v
+        self._docs += len(texts)
+        if not len(tid_arr):
+            return
+        slot_arr = text_of + first
+        key = tid_arr * (end + 1) + slot_arr  # (token, slot) pairs, counted: the tf
+        uniq, tf = np.unique(key, return_counts=True)
+        tids = uniq // (end + 1)
+        slots = (uniq - tids * (end + 1)).astype(np.int32)
+        tfs = tf.astype(np.float32)
+        bounds = np.flatnonzero(np.diff(tids)) + 1
+        starts = np.concatenate(([0], bounds)).tolist()
+        stops = np.concatenate((bounds, [len(tids)])).tolist()
+        heads = tids[starts].tolist()
+        for tid, a, b in zip(heads, starts, stops, strict=True):
+            tok = names[tid]
+            self._bound.pop(tok, None)  # recomputed from the postings on the next query
+            sl = self._slots.get(tok)
+            if sl is None:
+                sl = self._slots[tok] = array("i")
+                self._tfs[tok] = array("f")
+            sl.frombytes(slots[a:b].tobytes())
+            self._tfs[tok].frombytes(tfs[a:b].tobytes())
+
+    def remove(self, slot: int, text: str) -> None:
+        """Forget ``slot`` (``text`` is what it was indexed with)."""
+        if slot >= len(self._len) or self._len[slot] == 0:
+            return
+        self._total -= self._len[slot]
+        self._len[slot] = 0.0
+        self._docs -= 1
+        for tok in set(analyze(text)):
+            sl = self._slots.get(tok)
+            if sl is None:
+                continue
+            at = bisect.bisect_left(sl, slot)
+            if at == len(sl) or sl[at] != slot:
+                continue
+            if len(sl) == 1:
+                del self._slots[tok], self._tfs[tok]
+                self._bound.pop(tok, None)
+                continue
+            del sl[at]
+            del self._tfs[tok][at]
+
+    # -- reads -------------------------------------------------------------------------------
+    @property
+    def docs(self) -> int:
+        return self._docs
+
+    def postings(self, tok: str) -> tuple[np.ndarray, np.ndarray] | None:
+        sl = self._slots.get(tok)
+        if sl is None or not len(sl):
+            return None
+        return np.frombuffer(sl, dtype=np.int32), np.frombuffer(self._tfs[tok], dtype=np.float32)
+
+    def df(self, tok: str) -> int:
+        sl = self._slots.get(tok)
+        return len(sl) if sl is not None else 0
+
+    def nbytes(self) -> int:
+        """Bytes held (``sys.getsizeof`` of the containers, keys and arrays)."""
+        n = sys.getsizeof(self._slots) + sys.getsizeof(self._tfs)
+        n += sum(sys.getsizeof(k) + sys.getsizeof(a) for k, a in self._slots.items())
+        n += sum(sys.getsizeof(a) for a in self._tfs.values())
+        return n + sys.getsizeof(self._len)
