@@ -145,10 +145,12 @@ def _assert_same_state(a: HotTable, b: HotTable) -> None:
     la, lb = a.lex, b.lex
     assert la._docs == lb._docs and la._total == lb._total
     assert list(la._len) == list(lb._len)
-    assert set(la._slots) == set(lb._slots)
-    for tok in la._slots:
-        assert list(la._slots[tok]) == list(lb._slots[tok]), tok
-        assert list(la._tfs[tok]) == list(lb._tfs[tok]), tok
+    assert set(la.tokens()) == set(lb.tokens())
+    for tok in la.tokens():
+        got_a, got_b = la.postings(tok), lb.postings(tok)
+        assert got_a is not None and got_b is not None, tok
+        assert got_a[0].tolist() == got_b[0].tolist(), tok
+        assert got_a[1].tolist() == got_b[1].tolist(), tok
     assert a.texts() == b.texts()
 
 

@@ -120,10 +120,12 @@ def test_bulk_indexing_equals_indexing_the_texts_one_by_one(texts: list[str], fi
         np.frombuffer(bulk._len, np.float32).tolist()
         == np.frombuffer(one._len, np.float32).tolist()
     )
-    assert sorted(bulk._slots) == sorted(one._slots)
-    for tok in one._slots:
-        assert bulk._slots[tok].tolist() == one._slots[tok].tolist(), tok
-        assert bulk._tfs[tok].tolist() == one._tfs[tok].tolist(), tok
+    assert sorted(bulk.tokens()) == sorted(one.tokens())
+    for tok in one.tokens():
+        got, want = bulk.postings(tok), one.postings(tok)
+        assert got is not None and want is not None, tok
+        assert got[0].tolist() == want[0].tolist(), tok
+        assert got[1].tolist() == want[1].tolist(), tok
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,146 @@
+"""A token's postings read back as written through every change of its posting count: held packed
+with one posting, as arrays from the second, packed again when removals bring it back to one, gone
+at none. Checked against a plain model (token -> {slot: tf}) over random writes: one-by-one adds,
+bulk loads, rewrites in place (a slot re-added below a token's other postings) and removals; and
+the pruned BM25 top-k still equals the exhaustive scorer over such postings."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stratamem.core.hotindex.lexical import Lexical, analyze, scoring
+
+# few words, most of them rare: tokens keep crossing between one posting and two
+VOCAB = [f"q{i}z" for i in range(24)]
+WEIGHTS = [1.0 / (i + 1) ** 1.5 for i in range(len(VOCAB))]
+
+
+@pytest.fixture(autouse=True)
+def _prune_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scoring, "PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(scoring, "_BOUND_MIN_DF", 2)
+
+
+def _text(rng: random.Random) -> str:
+    words = rng.choices(VOCAB, WEIGHTS, k=rng.randrange(1, 6))
+    return " ".join([*words, f"n{rng.randrange(10**6)}"])  # plus a word (nearly) no text shares
+
+
+def _expect(docs: dict[int, str]) -> dict[str, dict[int, float]]:
+    want: dict[str, dict[int, float]] = {}
+    for slot, text in docs.items():
+        for tok, tf in Counter(analyze(text)).items():
+            want.setdefault(tok, {})[slot] = float(tf)
+    return want
+
+
+def _check(lex: Lexical, docs: dict[int, str], seen: set[str], rng: random.Random) -> None:
+    want = _expect(docs)
+    seen.update(want)
+    for tok in seen:
+        got = lex.postings(tok)
+        exp = want.get(tok, {})
+        assert lex.df(tok) == len(exp), tok
+        if not exp:
+            assert got is None, tok
+            continue
+        assert got is not None, tok
+        slots, tfs = got
+        assert slots.dtype == np.int32 and tfs.dtype == np.float32
+        assert slots.tolist() == sorted(exp), tok
+        assert tfs.tolist() == [exp[s] for s in sorted(exp)], tok
+        del got, slots, tfs  # (views: a write must be free to resize the arrays)
+    assert sorted(lex.tokens()) == sorted(want)
+    n = max(docs, default=0) + 1
+    mask = np.array([rng.random() > 0.2 for _ in range(n)], dtype=bool)
+    for _ in range(4):
+        toks = [*rng.sample(VOCAB, rng.randrange(1, 5)), rng.choice(sorted(seen))]
+        limit = rng.choice([1, 3, 10])
+        assert lex.bm25(toks, mask, limit) == lex.bm25_exhaustive(toks, mask, limit)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_postings_read_back_through_adds_bulk_loads_rewrites_and_removals(seed: int) -> None:
+    rng = random.Random(seed)
+    lex = Lexical()
+    docs: dict[int, str] = {}
+    seen: set[str] = set()
+    nxt = 0
+    for _ in range(12):
+        op = rng.random()
+        if op < 0.25:  # a bulk load of fresh slots
+            texts = [_text(rng) for _ in range(rng.randrange(1, 8))]
+            lex.add_many(nxt, texts)
+            docs.update({nxt + i: t for i, t in enumerate(texts)})
+            nxt += len(texts)
+        elif op < 0.5 or not docs:  # fresh slots, one by one
+            for _ in range(rng.randrange(1, 4)):
+                docs[nxt] = _text(rng)
+                lex.add(nxt, docs[nxt])
+                nxt += 1
+        elif op < 0.75:  # rewrites in place: the slot comes back below later postings
+            for slot in rng.sample(sorted(docs), min(len(docs), rng.randrange(1, 4))):
+                lex.remove(slot, docs[slot])
+                docs[slot] = rng.choice([_text(rng), docs[slot]])
+                lex.add(slot, docs[slot])
+        else:
+            for slot in rng.sample(sorted(docs), min(len(docs), rng.randrange(1, 4))):
+                lex.remove(slot, docs.pop(slot))
+        _check(lex, docs, seen, rng)
+
+
+def _lists(lex: Lexical, tok: str) -> tuple[list[int], list[float]] | None:
+    """``tok``'s postings as lists (a numpy view held over a write would pin the array)."""
+    got = lex.postings(tok)
+    return None if got is None else (got[0].tolist(), got[1].tolist())
+
+
+def test_a_token_goes_from_one_posting_to_two_and_back() -> None:
+    lex = Lexical()
+    lex.add(5, "lone q1z q1z")
+    assert lex.df("lone") == 1
+    lex.add(2, "lone")  # the second posting lands below the first
+    assert _lists(lex, "lone") == ([2, 5], [1.0, 1.0])
+    lex.remove(2, "lone")
+    assert _lists(lex, "lone") == ([5], [1.0]) and lex.df("lone") == 1
+    assert _lists(lex, "q1z") == ([5], [2.0])
+    lex.add_many(6, ["lone lone lone", "solo"])  # a bulk load promotes it again
+    assert _lists(lex, "lone") == ([5, 6], [1.0, 3.0])
+    lex.remove(5, "lone q1z q1z")
+    lex.remove(6, "lone lone lone")
+    assert _lists(lex, "lone") is None and lex.df("lone") == 0 and _lists(lex, "q1z") is None
+    assert sorted(lex.tokens()) == ["solo"]
+    lex.remove(6, "lone lone lone")  # a second removal changes nothing
+    assert lex.docs == 1
+
+
+def test_a_single_posting_scores_like_the_same_posting_held_with_others() -> None:
+    # "rare" has one posting in ``lex``; in ``ref`` it has two, the second removed again
+    lex, ref = Lexical(), Lexical()
+    texts = ["rare common", "common word", "common thing words"]
+    for i, t in enumerate(texts):
+        lex.add(i, t)
+        ref.add(i, t)
+    ref.add(3, "rare")
+    ref.remove(3, "rare")
+    mask = np.ones(4, dtype=bool)
+    assert ref.df("rare") == lex.df("rare") == 1
+    want = ref.bm25_exhaustive(["rare", "common"], mask, 3)
+    assert lex.bm25(["rare", "common"], mask, 3) == want
+    assert lex.bm25_exhaustive(["rare", "common"], mask, 3) == want
+    assert want[0][0] == 0
+
+
+def test_removing_a_slot_with_a_text_it_does_not_hold_leaves_other_slots_postings() -> None:
+    lex = Lexical()
+    lex.add(0, "alpha")
+    lex.add(1, "beta")
+    lex.remove(1, "alpha beta")  # "alpha" is held by slot 0 only
+    assert _lists(lex, "alpha") == ([0], [1.0]) and _lists(lex, "beta") is None
