@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from lancedb.index import FTS
 
-from stratamem.core.hotindex.lexical import Lexical, analyze, query_tokens
+from stratamem.core.hotindex.lexical import Lexical, analysis, analyze, analyze_many, query_tokens
 from stratamem.core.retrieval import channels as ch
 from stratamem.core.retrieval.query import compile_text
 
@@ -66,6 +66,19 @@ def test_stop_words_are_checked_after_stemming_like_lancedbs_analyzer() -> None:
     assert analyze("having fun because") == ["fun", "becaus"]
     # words our query side drops ("really", "like", "tell") are still document tokens there
     assert analyze("really like tell") == ["realli", "like", "tell"]
+
+
+def test_numbers_index_as_themselves_without_filling_the_word_cache() -> None:
+    # every soak trace brings a new number: the analyser's word cache must not keep one per trace
+    held = len(analysis._WORD_TOKEN)
+    nums = [str(n) for n in range(7_300_000, 7_302_000)]
+    texts = [f"note {n} of 0042" for n in nums]
+    assert [analyze(t) for t in texts] == [["note", n, "0042"] for n in nums]
+    names, tids, where = analyze_many(texts)
+    got = [[names[t] for t in tids[where == i].tolist()] for i in range(len(texts))]
+    assert got == [["note", n, "0042"] for n in nums]
+    assert analyze("1" * 41 + " 12x") == ["12x"]  # too long a token, as before
+    assert len(analysis._WORD_TOKEN) <= held + 4  # "note", "of", "12x", the 41 ones at most
 
 
 def test_a_repeated_query_token_counts_once_per_occurrence_for_bm25() -> None:

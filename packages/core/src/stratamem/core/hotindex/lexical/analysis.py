@@ -65,12 +65,18 @@ _UNSEEN = "\x00"  # never a word
 
 
 def _word_token(word: str) -> str | None:
-    """The token a lower-cased, folded word indexes as (None: too long, a CJK run, a stop word)."""
+    """The token a lower-cased, folded word indexes as (None: too long, a CJK run, a stop word).
+
+    A number is its own token and is not cached: the English stemmer leaves ASCII digits as they
+    are (checked over 300k numbers), no stop word is one, and numbers are most of a large table's
+    distinct words (each soak trace brings a new one), so caching them grew the cache by a word a
+    trace and held every number's string after its traces were gone.
+    """
+    if word.isascii() and word.isdigit() and len(word) <= _MAX_TOKEN:
+        return word
     tok: str | None = None
     if len(word) <= _MAX_TOKEN and not _text().CJK_RUN.match(word):
-        # the English stemmer leaves ASCII digits as they are (checked over 300k numbers), and
-        # numbers are most of a large table's distinct words
-        tok = word if word.isascii() and word.isdigit() else _stem(word)
+        tok = _stem(word)
         if tok in FTS_STOP_WORDS:
             tok = None
     if len(_WORD_TOKEN) >= 500_000:  # a long-lived service meets unbounded junk words
