@@ -3,8 +3,8 @@ documents' lengths, and the cache of long postings' BM25 factor bounds that writ
 
 Most of a large table's tokens have one posting (a soak trace brings one token no other trace has:
 9,967 of 10,509 tokens at 10k traces). Such a token is held as one int packing its slot and term
-frequency, in one dict: ~125 B a token (key, entry, int) against ~300 B as two dict entries and two
-``array`` objects. Its second posting moves it to the array form, and removals that bring it back
+frequency, in one dict: ~105 B a token (key, entry, int) against ~285 B as two dict entries and
+two ``array`` objects (``bench/hot_bytes.py``). Its second posting moves it to the array form, and removals that bring it back
 to one posting pack it again.
 """
 
