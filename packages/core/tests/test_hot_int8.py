@@ -100,7 +100,8 @@ def test_the_hot_index_stores_vectors_as_int8_at_under_two_fifths_of_float32() -
 
     # a row update that leaves the vector alone keeps its stored bytes
     def stored() -> tuple[bytes, bytes, float]:
-        return t.vecs[COL][7].tobytes(), t.resid[COL][7].tobytes(), float(t.scales[COL][7])
+        resid = t.resid[COL].read(np.array([7]))[0]
+        return t.vecs[COL][7].tobytes(), resid.tobytes(), float(t.scales[COL][7])
 
     before = stored()
     t.update("r7", {"priority": 0.9})

@@ -300,9 +300,10 @@ DEFAULTS: dict[str, Any] = {
         #: (hotindex/residency.py). ~2.5 KB per trace with int8 vectors, ~3.4 with the HNSW
         #: graph above hot_ann_threshold_rows (hot-int8.md): 1024 MB holds ~300k
         "hot_index_max_mb": 1024,
-        #: the mirror's vectors: "i8" (int8 codes + an int4 residual + a scale per row, 0.58 KB
-        #: per 384-d vector, scanned by a SIMD int8 kernel and rescored with the residual: recall@10
-        #: vs exact float32 1.00 at 10k-100k on the bench corpus) or "f32" (1.54 KB);
+        #: the mirror's vectors: "i8" (int8 codes + an int4 residual + a scale per row, 0.39 KB
+        #: per 384-d vector in memory and the 0.19 KB residual in a side file, scanned by a SIMD
+        #: int8 kernel and rescored with the residual: recall@10 vs exact float32 1.00 at
+        #: 10k-100k on the bench corpus) or "f32" (1.54 KB);
         #: hotindex/quantized.py, bench/results/hot-int8.md
         "hot_vector_dtype": "i8",
         #: above this many vectors in a column the mirror adds an HNSW graph (usearch, int8).

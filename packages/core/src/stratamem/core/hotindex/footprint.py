@@ -33,7 +33,7 @@ def table_bytes(t: HotTable, sample: int = 0) -> dict[str, int]:
     """The table's parts in bytes; with ``sample``, the rows' values are estimated from that many
     rows spread over the table (the memory budget's periodic check) instead of walking them all."""
     vectors = sum(m.nbytes for m in t.vecs.values()) + sum(h.nbytes for h in t.has.values())
-    vectors += sum(s.nbytes for s in t.scales.values()) + sum(r.nbytes for r in t.resid.values())
+    vectors += sum(s.nbytes for s in t.scales.values()) + sum(r.nbytes() for r in t.resid.values())
     rows = t.rows.nbytes(sample)
     ids = t.slot_of.nbytes()
     columns = _arrays((t.alive, t.owner, t.priority, t.ts, t.session))

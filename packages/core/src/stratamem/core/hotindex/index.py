@@ -203,8 +203,7 @@ class HotIndex:
                 "slots": t.n,
                 "ann": {c: len(a) for c, a in t.ann.items() if a is not None},
                 "vector_mb": round(
-                    sum(m.nbytes for m in (*t.vecs.values(), *t.resid.values(), *t.scales.values()))
-                    / 1e6,
+                    sum(m.nbytes for m in (*t.vecs.values(), *t.scales.values())) / 1e6,
                     1,
                 ),
             }

@@ -1,5 +1,6 @@
-"""The hot index's vectors as int8 codes plus an int4 residual: 0.38× float32's memory, scanned by a
-SIMD int8 kernel, rescored at ~12-bit precision.
+"""The hot index's vectors as int8 codes plus an int4 residual: 0.38× float32's bytes, scanned by a
+SIMD int8 kernel, rescored at ~12-bit precision. The codes and scales (0.25× float32) are held in
+memory; the residual, read only for the candidates, in a side file (``slotfile.py``).
 
 A unit vector ``v`` is stored as ``q8 = rint(v · 127 / max|v|)`` (a scale per row: on MiniLM it
 ranked closer to float32 than any fixed scale for unit vectors), the rounding error of each
@@ -110,12 +111,4 @@ def unit_rows(codes: np.ndarray, resid: np.ndarray, scale: np.ndarray) -> np.nda
     if codes.dtype == np.int8 and len(codes):
         out += _unpack(resid, codes.shape[1]).astype(np.float32) / np.float32(RES)
     out *= scale[:, None]
-    return out
-
-
-def rescore(
-    codes: np.ndarray, resid: np.ndarray, scale: np.ndarray, slots: np.ndarray, qvec: np.ndarray
-) -> np.ndarray:
-    """Cosines (×‖qvec‖) of the float32 query to the stored unit vectors at ``slots``."""
-    out: np.ndarray = unit_rows(codes[slots], resid[slots], scale[slots]) @ qvec
     return out

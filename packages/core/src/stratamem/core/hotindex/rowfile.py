@@ -58,7 +58,7 @@ def _open_anonymous(directory: Path | str | None) -> int:
     return fd
 
 
-class _Spill:
+class Spill:
     """One side file's descriptor, closed when the last reader lets go of it."""
 
     __slots__ = ("fd",)
@@ -108,7 +108,7 @@ class RowFile:
     def __init__(self, directory: Path | str | None = None) -> None:
         self.directory = directory
         #: (the file, made on the first write; each slot's location): swapped together by a rewrite
-        self._state: tuple[_Spill | None, np.ndarray] = (None, np.zeros(64, np.uint64))
+        self._state: tuple[Spill | None, np.ndarray] = (None, np.zeros(64, np.uint64))
         self._n = 0
         self._end = 0  # bytes written to the current file
         self._live = 0  # bytes of the rows the slots hold
@@ -139,7 +139,7 @@ class RowFile:
         return dict(zip(self._shapes[shape], values, strict=True))
 
     @staticmethod
-    def _read(spill: _Spill | None, loc: int) -> tuple[int, tuple[Any, ...]] | None:
+    def _read(spill: Spill | None, loc: int) -> tuple[int, tuple[Any, ...]] | None:
         if not loc or spill is None:
             return None
         off, size = loc >> LEN_BITS, loc & LONG
@@ -224,7 +224,7 @@ class RowFile:
         """Append the payloads and point the slots at them (under the writer lock)."""
         spill, loc = self._state
         if spill is None:
-            spill = _Spill(self.directory)
+            spill = Spill(self.directory)
             self._state = (spill, loc)
         parts: list[bytes] = []
         locs: list[int] = []
@@ -255,7 +255,7 @@ class RowFile:
             self._rewrite()
 
     @staticmethod
-    def _size(spill: _Spill, loc: int) -> int:
+    def _size(spill: Spill, loc: int) -> int:
         """Bytes of the file a location holds (a long row: its header and payload)."""
         if not loc:
             return 0
@@ -268,7 +268,7 @@ class RowFile:
         """Copy the live rows to a fresh file and swap it in (readers of the old one finish on it)."""
         spill, loc = self._state
         assert spill is not None
-        fresh, new_loc = _Spill(self.directory), np.zeros(len(loc), np.uint64)
+        fresh, new_loc = Spill(self.directory), np.zeros(len(loc), np.uint64)
         end = live = 0
         for slot in np.flatnonzero(loc[: self._n]).tolist():
             old = int(loc[slot])

@@ -5,7 +5,8 @@ A slot is a row's position; it never moves (a delete leaves a tombstone, an upda
 in place), so the vector matrices, the filter columns, the postings and the ANN keys all share it.
 Visibility is decided per distinct ownership tuple by the one ownership rule, then applied to the
 slots as an integer-code mask: a query never evaluates the rule per row. Vectors are held as
-int8 with a scale per row and scanned with a SIMD int8 kernel (``quantized.py``).
+int8 with a scale per row and scanned with a SIMD int8 kernel (``quantized.py``); their int4
+residuals, read only to rescore a query's candidates, are in a side file (``slotfile.py``).
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ from stratamem.core.hotindex.quantized import (
     dtype_of,
     encode_query,
     quantize_rows,
-    rescore,
     resid_width,
     unit_rows,
 )
 from stratamem.core.hotindex.rowfile import Row, RowFile
+from stratamem.core.hotindex.slotfile import SlotFile
 from stratamem.core.storage.ownership import Scope
 
 #: the columns the ownership rule may read; rows with equal values are equally visible
@@ -151,12 +152,13 @@ class HotTable:
         self._session_order: dict[int, tuple[list[tuple[int, str]], list[int]]] = {}
         #: tag -> its slots, ascending
         self.tags: dict[str, array[int]] = {}
-        #: int8 codes, their packed int4 residuals and a scale per row (``quantized.py``;
-        #: float32 rows, no residual with ``hot_vector_dtype = "f32"``)
+        #: int8 codes and a scale per row (``quantized.py``; float32 rows, no residual with
+        #: ``hot_vector_dtype = "f32"``); the packed int4 residuals, read only to rescore
+        #: candidates, in a side file per column (``slotfile.py``)
         self.vec_dtype = dtype_of(self.cfg.get_str("hot_vector_dtype"))
         self.vecs = {c: np.zeros((0, dim), dtype=self.vec_dtype) for c in self.vec_cols}
         width = resid_width(dim, self.vec_dtype)
-        self.resid = {c: np.zeros((0, width), dtype=np.uint8) for c in self.vec_cols}
+        self.resid = {c: SlotFile(width, spill_dir) for c in self.vec_cols}
         self.scales = {c: np.zeros(0, dtype=np.float32) for c in self.vec_cols}
         self.has = {c: np.zeros(0, dtype=bool) for c in self.vec_cols}
         self.ann: dict[str, Ann | None] = dict.fromkeys(self.vec_cols)
@@ -247,7 +249,9 @@ class HotTable:
                 self._grow_vectors(c, max(end, self._reserved))
             q8, r4, scale = quantize_rows(mat[ok], self.vec_dtype)
             self.vecs[c][first:end][ok] = q8
-            self.resid[c][first:end][ok] = r4
+            block = np.zeros((k, r4.shape[1]), dtype=np.uint8)
+            block[ok] = r4
+            self.resid[c].write(first, block)
             self.scales[c][first:end][ok] = scale
             self.has[c][first:end] = ok
         self.version += 1
@@ -355,14 +359,13 @@ class HotTable:
                 self._grow_vectors(c, max(slot + 1, self._reserved))
             q8, r4, scale = quantize_rows((arr / norm)[None, :], self.vec_dtype)
             self.vecs[c][slot] = q8[0]
-            self.resid[c][slot] = r4[0]
+            self.resid[c].write(slot, r4)
             self.scales[c][slot] = scale[0]
             self.has[c][slot] = True
             self._ann_op(c, "add", slot)
 
     def _grow_vectors(self, col: str, need: int) -> None:
         self.vecs[col] = _grow(self.vecs[col], need)
-        self.resid[col] = _grow(self.resid[col], len(self.vecs[col]))
         self.scales[col] = _grow(self.scales[col], len(self.vecs[col]))
 
     def _ann_op(self, col: str, op: str, slot: int) -> None:
@@ -399,7 +402,7 @@ class HotTable:
             # (a write meanwhile may land in a chunk: the log replays it after the build)
             for at in range(0, len(slots), ANN_CHUNK):
                 part = slots[at : at + ANN_CHUNK]
-                await asyncio.to_thread(ann.add, part, self.unit_vectors(col, part))
+                await asyncio.to_thread(self._ann_add_span, ann, col, part)
             for op, slot in self._ann_log[col] or []:
                 ann.remove(slot)
                 if op == "add" and self.has[col][slot]:
@@ -425,8 +428,16 @@ class HotTable:
         return out
 
     def unit_vectors(self, col: str, slots: np.ndarray) -> np.ndarray:
-        """``unit_vector`` of each slot, as one float32 matrix."""
-        return unit_rows(self.vecs[col][slots], self.resid[col][slots], self.scales[col][slots])
+        """``unit_vector`` of each slot, as one float32 matrix (the residuals read per slot)."""
+        resid = self.resid[col].read(slots)
+        return unit_rows(self.vecs[col][slots], resid, self.scales[col][slots])
+
+    def _ann_add_span(self, ann: Ann, col: str, part: np.ndarray) -> None:
+        """Hand ``part`` (ascending slots) to the graph, the residuals of their span read in one
+        sequential pass (a build reads every vector's)."""
+        lo = int(part[0])
+        resid = self.resid[col].read_range(lo, int(part[-1]) + 1)[part - lo]
+        ann.add(part, unit_rows(self.vecs[col][part], resid, self.scales[col][part]))
 
     def scope_codes(self, scope: Scope) -> np.ndarray:
         """The owner codes ``scope`` may read (the one ownership rule, per distinct owner tuple)."""
@@ -539,7 +550,7 @@ class HotTable:
             )
             best = best[np.isfinite(approx[best])]
             slots = slots[best] if slots is not None else best
-        scores = rescore(mat, self.resid[col], scale, slots, qvec)
+        scores = self.unit_vectors(col, slots) @ qvec
         k = min(limit, len(scores))
         top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
         top = top[np.argsort(-scores[top], kind="stable")]

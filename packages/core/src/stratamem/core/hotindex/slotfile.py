@@ -1,0 +1,107 @@
+"""Fixed-width records by slot, held outside the process's memory: the vectors' int4 residuals.
+
+A 384-d row's residual is 192 of its 0.58 KB in the hot index, and it is read only to rescore a
+query's best int8 candidates (``RESCORE`` × limit), for the rows a query returns and when the ANN
+graph is built: the int8 scan never touches it. Held in an array it grew the process by 192 B per
+trace for data read a few dozen rows at a time, so it lives in an anonymous side file beside the
+rows' (``rowfile.py``): slot ``s`` at offset ``s × width``, written with ``os.pwrite``, read with
+one ``os.pread`` per candidate (or one per contiguous range, for the graph). A slot never moves,
+so there is nothing to compact; a slot never written reads as zeros. Recently read records are in
+the kernel's page cache, not in the process; the file is rebuilt with the index at start.
+
+Readers may run in other threads: the file and its width never change once made, and a record
+is read before or after a write to it (the int8 codes beside it are not written atomically
+either: a row's vector is rewritten in place only by an update of that row).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from stratamem.core.hotindex.rowfile import Spill
+
+
+class SlotFile:
+    """``width`` bytes per slot in an anonymous file in ``directory`` (made on the first write)."""
+
+    def __init__(self, width: int, directory: Path | str | None = None) -> None:
+        self.width = width
+        self.directory = directory
+        self._spill: Spill | None = None
+        self._end = 0  # bytes up to the last record written
+        self._lock = threading.Lock()
+
+    def _file(self) -> Spill:
+        spill = self._spill
+        if spill is None:
+            with self._lock:
+                spill = self._spill
+                if spill is None:
+                    spill = self._spill = Spill(self.directory)
+        return spill
+
+    # -- writes ------------------------------------------------------------------------------
+    def write(self, first: int, block: np.ndarray) -> None:
+        """Records ``block`` (k, width) for slots ``first`` .. ``first + k - 1``."""
+        if not self.width or not len(block):
+            return
+        data = np.ascontiguousarray(block, dtype=np.uint8).reshape(-1).data
+        if len(data) != len(block) * self.width:
+            raise ValueError(f"records of {self.width} bytes expected, got {block.shape}")
+        fd, at = self._file().fd, first * self.width
+        done = 0
+        while done < len(data):  # pwrite may write less than asked
+            done += os.pwrite(fd, data[done:], at + done)
+        with self._lock:
+            self._end = max(self._end, at + len(data))
+
+    # -- reads -------------------------------------------------------------------------------
+    def read(self, slots: np.ndarray) -> np.ndarray:
+        """The records of ``slots`` (any order, repeats allowed) as a (k, width) uint8 array."""
+        idx = np.asarray(slots, dtype=np.int64).reshape(-1)
+        w, spill = self.width, self._spill
+        if spill is None or not w or not len(idx):
+            return np.zeros((len(idx), w), dtype=np.uint8)
+        fd = spill.fd
+        parts = [os.pread(fd, w, s * w) for s in idx.tolist()]
+        data = b"".join(parts)
+        if len(data) != len(idx) * w:  # a slot past the file's end: never written
+            data = b"".join(p.ljust(w, b"\0") for p in parts)
+        return np.frombuffer(data, dtype=np.uint8).reshape(len(idx), w)
+
+    def read_range(self, lo: int, hi: int) -> np.ndarray:
+        """The records of slots ``lo`` .. ``hi - 1`` in one sequential read (the graph's build)."""
+        w, spill = self.width, self._spill
+        out = np.zeros((max(0, hi - lo), w), dtype=np.uint8)
+        if spill is None or not out.size:
+            return out
+        view = out.reshape(-1).data  # the bytes of ``out`` itself: read in place
+        done = 0
+        while done < len(view):
+            got = _pread_into(spill.fd, view[done:], lo * w + done)
+            if got <= 0:  # the file's end: the rest was never written
+                break
+            done += got
+        return out
+
+    # -- size --------------------------------------------------------------------------------
+    def nbytes(self) -> int:
+        """Bytes resident in the process: none (the records are in the file: ``file_bytes``)."""
+        return 0
+
+    def file_bytes(self) -> int:
+        return self._end
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    preadv = getattr(os, "preadv", None)
+    if preadv is not None:
+        got: int = preadv(fd, [view], offset)
+        return got
+    data = os.pread(fd, len(view), offset)
+    view[: len(data)] = data
+    return len(data)
