@@ -834,7 +834,14 @@ def _soak_summary(so: dict[str, Any]) -> list[str]:
         out += [
             f"- **Memory after warm-up** (turns {mem['from_turn']:,} → {mem['to_turn']:,}, "
             "least-squares slope per 10k turns): RSS "
-            f"{mem['rss_per_10k_mb']:+} MB = hot index {mem['hot_index_per_10k_mb']:+} MB (data) + "
+            f"{mem['rss_per_10k_mb']:+} MB"
+            + (
+                f" ({mem['rss_readings']} readings; the samples alone "
+                f"{mem['rss_samples_per_10k_mb']:+} MB)"
+                if "rss_readings" in mem
+                else ""
+            )
+            + f" = hot index {mem['hot_index_per_10k_mb']:+} MB (data) + "
             f"LanceDB caches {mem['lance_cache_per_10k_mb']:+} MB (bounded: "
             "`storage.lance_*_cache_mb`) + embedding cache "
             f"{mem.get('embed_cache_per_10k_mb', 0):+} MB (bounded: `embedding.cache.max_items`) + "

@@ -39,6 +39,19 @@ def test_growth_outside_the_hot_index_misses_both() -> None:
     assert (mem["verdict_rss"], mem["verdict_rss_minus_hot"]) == ("missed", "missed")
 
 
+def test_readings_between_samples_enter_the_rss_slope_and_the_samples_alone_stay_beside() -> None:
+    """Four RSS readings per sample: a sample that lands on a trough no longer sets the slope."""
+    curve = _curve(0.0, 0.0)  # the full samples read a flat 400 MB
+    # between them RSS climbs 2 MB per 1,000 turns; readings during the warm-up are not fitted
+    between = [(t, 400 + 0.002 * t) for t in range(250, 10_000, 250) if t % 1000]
+    mem = memory_summary(curve, warmup=2000, between=between)
+    assert mem["rss_samples_per_10k_mb"] == 0.0
+    assert mem["rss_readings"] == 9 + 24
+    assert mem["rss_per_10k_mb"] > 10 and mem["verdict_rss"] == "missed"
+    assert "33 readings; the full samples alone: +0.0" in verdict_lines(mem)[0]
+    assert "rss_readings" not in memory_summary(curve, warmup=2000)
+
+
 @pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="Linux /proc only")
 def test_smaps_regions_add_up_to_this_process_rss() -> None:
     regions = smaps_regions()
