@@ -362,7 +362,8 @@ DEFAULTS: dict[str, Any] = {
         #: turns). Each such allocation pays page faults: 64 KB made a 100k-slot numpy score pass 3x
         #: slower; at 1 MB the hot path's arrays stay below it up to ~250k traces
         "malloc_mmap_threshold_kb": 1024,
-        #: return free malloc pages to the OS this often (glibc ``malloc_trim``; 0 = never)
+        #: return free malloc pages to the OS this often and after every optimize (glibc
+        #: ``malloc_trim``; 0 = never)
         "malloc_trim_interval_s": 30,
     },
     "journal": {

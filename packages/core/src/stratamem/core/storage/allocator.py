@@ -14,6 +14,9 @@ RSS grew ~30; the rest was native memory kept by allocators, not live data:
   above it to its own mapping, returned to the OS on free: RSS then stayed flat over 3,500 turns
   (64 KB and 1 MB both). Such allocations pay fresh page faults each time (64 KB made a numpy pass
   over 100k scores 3x slower), hence 1 MB: the hot path's per-query arrays stay below it.
+* LanceDB's optimize (compaction, index upkeep, a fresh session) left 11-20 MB freed but resident
+  each round; a trim right after it gave all of it back in ~35 ms (bench/results/soak-session9.md),
+  so maintenance trims after every optimize as well as every ``storage.malloc_trim_interval_s``.
 
 All of it is best-effort and silent off glibc/Linux; each knob is a ``storage.*`` key.
 
@@ -86,10 +89,22 @@ def set_mmap_threshold(n_bytes: int) -> bool:
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, int(n_bytes)))
 
 
+_trims = 0
+
+
 def trim() -> bool:
     """Return free pages of every malloc arena to the OS (glibc ``malloc_trim(0)``)."""
+    global _trims
     libc = _libc()
-    return bool(libc.malloc_trim(0)) if libc is not None else False
+    if libc is None:
+        return False
+    _trims += 1
+    return bool(libc.malloc_trim(0))
+
+
+def trims() -> int:
+    """``malloc_trim`` calls made by this process so far (0 off glibc)."""
+    return _trims
 
 
 #: glibc's ``struct mallinfo2``, field by field (all ``size_t``)
