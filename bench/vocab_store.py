@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from stratamem.contract.dtos import Namespace
+from stratamem.core.storage.ownership import Scope
 from stratamem.core.vocab.expand import ExpandParams, expand
 from stratamem.core.vocab.store import WordStore
 from stratamem.core.vocab.words import token_of
@@ -61,8 +63,10 @@ def main() -> None:
             st.add(words[a : min(a + 1024, args.words)], vecs[a : min(a + 1024, args.words)])
         out["build_s"] = round(time.perf_counter() - t0, 1)
         zipf = np.minimum(rng.zipf(1.3, args.words), args.memories)
-        st.df = {f"{w}": int(c) for w, c in zip(words[: args.words], zipf, strict=True)}
-        st.memories = args.memories
+        owner = st.counts.of(("bench", "default", "private"))
+        owner.df = {f"{w}": int(c) for w, c in zip(words[: args.words], zipf, strict=True)}
+        owner.memories = args.memories
+        counts = st.visible(Scope.visible(Namespace("bench", "default")))
         held = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
         out["bytes_per_word"] = round(held / args.words)
@@ -79,12 +83,12 @@ def main() -> None:
             qwords = [words[int(j)] for j in rng.integers(0, args.words, 5)]
             q = vecs[rng.integers(0, args.words)]
             t0 = time.perf_counter()
-            expand(st, qwords, q, p)
+            expand(st, counts, qwords, q, p)
             look.append((time.perf_counter() - t0) * 1000)
         out["expand_5_words_ms_p50"] = round(statistics.median(look), 3)
         out["expand_5_words_ms_p95"] = round(float(np.percentile(look, 95)), 3)
         t0 = time.perf_counter()
-        lacking = expand(st, ["qmissingzz"], vecs[0], p, {"qmissingzz": vecs[-1]})
+        lacking = expand(st, counts, ["qmissingzz"], vecs[0], p, {"qmissingzz": vecs[-1]})
         out["a_word_the_home_lacks_ms"] = round((time.perf_counter() - t0) * 1000, 2)
         out["lacking_added"] = len(lacking.words)
         st.save()

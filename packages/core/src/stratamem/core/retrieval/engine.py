@@ -151,6 +151,7 @@ class _Run:
         self.rewrites: list[str] = []
         self.hot = ctx.hot
         self.vocab_store: Any | None = None
+        self.vocab_counts: Any = None
         self.expand_params: Any = None
         self.lacking: dict[str, np.ndarray] = {}
 
@@ -186,8 +187,9 @@ class _Run:
         if share <= 0:
             return text
         hot = self.hot_table("traces")
-        if hot is not None:
-            return dense_text(text, hot.lex.df, hot.lex.docs, tokens=analyze, share=share)
+        if hot is not None:  # counted over the caller's rows, as the LanceDB path's sample is
+            df, n = hc.visible_df(hot)
+            return dense_text(text, df, n, tokens=analyze, share=share)
         table = self.table("traces")
         if table is None:
             return text
@@ -208,8 +210,10 @@ class _Run:
         if st is None:
             return None
         self.vocab_store = st
+        self.vocab_counts = st.visible(Scope.visible(self.ctx.namespace or Namespace()))
         self.expand_params = params_of({k: self.s(k) for k in EXPAND_KEYS})
-        words = query_words(st, self.cq.terms[: hot_tiers.FTS_TERMS], self.expand_params)
+        terms = self.cq.terms[: hot_tiers.FTS_TERMS]
+        words = query_words(self.vocab_counts, terms, self.expand_params)
         return (words, missing(st, words)) if words else None
 
     # -- learned tables (skills, experiences, world models): retrieval/learned.py ----------------
@@ -417,7 +421,13 @@ class _Run:
             if words and self.qvec is not None and self.vocab_store is not None:
                 toks = analyze(" ".join(self.cq.terms[: hot_tiers.FTS_TERMS]))
                 got_exp = expand(
-                    self.vocab_store, words[0], self.qvec, self.expand_params, self.lacking, toks
+                    self.vocab_store,
+                    self.vocab_counts,
+                    words[0],
+                    self.qvec,
+                    self.expand_params,
+                    self.lacking,
+                    toks,
                 )
                 self.cq = replace(self.cq, expansion=got_exp.words)
         jobs = []

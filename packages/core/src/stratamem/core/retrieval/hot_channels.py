@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from stratamem.contract.dtos import Namespace
-from stratamem.core.hotindex import HotTable
+from stratamem.core.hotindex import HotTable, ScopedHotTable
 from stratamem.core.hotindex.lexical import idf, query_tokens
 from stratamem.core.retrieval.filters import TraceFilter
 from stratamem.core.retrieval.text import doc_tokens, term_in
@@ -57,6 +57,35 @@ def full_rows(t: HotTable, slots: Sequence[int]) -> list[Row]:
         row["_unit_vectors"] = True
         out.append(row)
     return out
+
+
+def visible_df(t: ScopedHotTable) -> tuple[Callable[[str], int], int]:
+    """How many of the rows the view's scope may read hold a token, and how many rows that is:
+    a word common in one namespace's talk is not common in a home shared with others (the
+    LanceDB path counts over a sample of the caller's rows, ``dense_query.read_sample``). The
+    postings' lengths when the scope sees every row."""
+    lex = t.lex
+    cache = t.masks()
+    mask = cache.get(_VISIBLE)
+    if mask is None:
+        mask = cache[_VISIBLE] = t.scope_mask(t.scope)
+        mask.setflags(write=False)
+    n = int(np.count_nonzero(mask))
+    if n == lex.docs:
+        return lex.df, n
+
+    def df(tok: str) -> int:
+        post = lex.postings(tok)
+        if post is None:
+            return 0
+        slots = post[0]
+        return int(np.count_nonzero(mask[slots[slots < len(mask)]]))
+
+    return df, n
+
+
+#: ``visible_df``'s key in a view's mask cache
+_VISIBLE = ("visible_df",)
 
 
 def trace_mask(

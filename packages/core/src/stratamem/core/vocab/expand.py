@@ -3,7 +3,8 @@
 A question often names a thing by another word than the memory that answers it ("What console
 does Nate own?" / "Nate: … my new Xbox"). For each content word of the query, the store's nearest
 words join the BM25 query as weighted terms when they are close to the word (cosine ≥ τ), rare
-in the home (held by ≤ *s* of the memories: informative, unlike "month" or "week") and close to
+among the memories the caller may see (held by ≤ *s* of them: informative, unlike "month" or
+"week"; counted per owner, vocab/counts.py, never home-wide) and close to
 the question as a whole (cosine with the query vector ≥ θ: "places" → "town", "school" are
 dropped for a question about travels, measured to keep the long-memory set from losing). Words
 held by nearly every memory (the speakers' names) are not expanded. BM25 is a sum over terms, so
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from stratamem.core.vocab.counts import ScopeCounts
 from stratamem.core.vocab.store import WordStore
 from stratamem.core.vocab.words import is_word, token_of
 
@@ -60,15 +62,16 @@ class Expansion:
         return [(word, w) for word, _, w in self.words]
 
 
-def query_words(store: WordStore, terms: Sequence[str], p: ExpandParams) -> list[str]:
-    """The query's words to expand: vocabulary words not held by nearly every memory."""
+def query_words(counts: ScopeCounts, terms: Sequence[str], p: ExpandParams) -> list[str]:
+    """The query's words to expand: vocabulary words not held by nearly every memory the caller
+    may see (``counts``: ``WordStore.visible``)."""
     out: list[str] = []
-    floor = p.common_share * store.memories
+    floor = p.common_share * counts.memories
     for term in terms:
         if term in out or not is_word(term):
             continue
         tok = token_of(term)
-        if tok is None or (store.memories and store.df.get(tok, 0) >= floor):
+        if tok is None or (counts.memories and counts.df(tok) >= floor):
             continue
         out.append(term)
     return out
@@ -81,20 +84,21 @@ def missing(store: WordStore, words: Sequence[str]) -> list[str]:
 
 def expand(
     store: WordStore,
+    counts: ScopeCounts,
     words: Sequence[str],
     qvec: np.ndarray | None,
     p: ExpandParams,
     lacking: Mapping[str, np.ndarray] | None = None,
     query_tokens: Iterable[str] = (),
 ) -> Expansion:
-    """The added words for the query's ``words`` (``query_words``); ``lacking``: the vectors of
-    the ones the store lacks; ``query_tokens``: every token the BM25 query already holds (never
+    """The added words for the query's ``words`` (``query_words``); ``counts``: the caller's
+    visible memories (``WordStore.visible``); ``lacking``: the vectors of the ones the store lacks; ``query_tokens``: every token the BM25 query already holds (never
     added again). Nothing without a query vector (θ needs it) or an empty store."""
     if qvec is None or not words or not len(store) or p.weight <= 0:
         return Expansion()
     q = np.asarray(qvec, dtype=np.float32)
     own = {token_of(w) for w in words} | set(query_tokens)
-    cap = p.max_share * store.memories
+    cap = p.max_share * counts.memories
     best: dict[str, tuple[str, float]] = {}
     for word in words:
         if word in store.index:
@@ -112,7 +116,7 @@ def expand(
             if qc < p.min_query_cosine:
                 continue
             tok = store.tokens[int(ids[i])]
-            if not tok or tok in own or store.df.get(tok, 0) > cap:
+            if not tok or tok in own or counts.df(tok) > cap:
                 continue
             c = float(cos[i])
             if tok not in best or c > best[tok][1]:

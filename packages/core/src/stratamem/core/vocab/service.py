@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from stratamem.core.telemetry import get_logger
+from stratamem.core.vocab.counts import Owner, owner_of
 from stratamem.core.vocab.store import WordStore
 
 T = TypeVar("T")
@@ -27,6 +28,8 @@ BUILD_BATCH = 256
 SAVE_EVERY_S = 5.0
 #: set when memories were captured with the switch off: the store no longer covers them
 _STALE = "stale"
+#: what decides who may see a memory (vocab/counts.py: ``owner_of``)
+_OWNER_COLUMNS = ("owner_agent_kind", "owner_profile_id", "share_scope")
 
 
 class VocabService:
@@ -58,8 +61,8 @@ class VocabService:
         self._new_home = not lance.may_have_rows("traces")
         #: memories observed since the core opened (for tests and the bench)
         self.applied = 0
-        #: texts of stored memories not yet counted (``_drain`` takes them in order)
-        self._queue: list[str] = []
+        #: stored memories (owner, text) not yet counted (``_drain`` takes them in order)
+        self._queue: list[tuple[Owner, str]] = []
         self._worker: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
@@ -118,7 +121,7 @@ class VocabService:
             if self.folder.exists() and not (self.folder / _STALE).exists():
                 (self.folder / _STALE).touch()
             return
-        self._queue.extend(str(r.get("search_text") or "") for r in rows)
+        self._queue.extend((owner_of(r), str(r.get("search_text") or "")) for r in rows)
         self._idle.clear()
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._drain(), name="stratamem-vocab-words")
@@ -174,13 +177,12 @@ class VocabService:
         t0 = time.perf_counter()
         async with self._counting:
             table = self.lance.maintenance_table("traces", "vocab.build")
-            got = await table.query().select(["search_text"]).to_arrow()
-            texts = [str(t or "") for t in got.column("search_text").to_pylist()]
+            got = await table.query().select([*_OWNER_COLUMNS, "search_text"]).to_list()
+            texts = [(owner_of(r), str(r.get("search_text") or "")) for r in got]
 
             def recount() -> list[str]:
                 with st.lock:
-                    st.df.clear()
-                    st.memories = 0
+                    st.counts.clear()
                     return st.observe(texts)
 
             new = await self.run_cpu(recount)

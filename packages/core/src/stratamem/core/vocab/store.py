@@ -1,5 +1,5 @@
 """The word store of one home: each vocabulary word's vector (int8), its *m* nearest words with
-their cosines, and how many memories hold each word's token.
+their cosines, and how many memories of each owner hold each word's token (vocab/counts.py).
 
 Why cached lists: finding a query word's neighbours by one matrix product over the vocabulary is
 37 ms at 100k memories (~40k words); a lookup in lists kept up to date at capture is ~0.1 ms
@@ -22,10 +22,13 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numkong as nk
 import numpy as np
 
+from stratamem.core.storage.ownership import Scope
+from stratamem.core.vocab.counts import Owner, OwnerCounts, ScopeCounts
 from stratamem.core.vocab.words import token_of, tokens_of, words_of
 
 #: rows of the vocabulary dequantised at once when new words are linked (bounded float32 scratch)
@@ -33,6 +36,8 @@ CHUNK = 8192
 #: new words linked together (their scratch is group × CHUNK cosines)
 LINK_GROUP = 256
 _STATE = "state.npz"
+#: the layout of ``state.npz`` (1: counts over the whole home, dropped at load: rebuilt per owner)
+_FORMAT = 2
 
 
 class WordStore:
@@ -51,10 +56,8 @@ class WordStore:
         self._scale = np.zeros(0, dtype=np.float32)
         self._nb = np.zeros((0, m), dtype=np.int32)
         self._nc = np.zeros((0, m), dtype=np.float16)
-        #: token -> memories holding it (a memory counts once per token)
-        self.df: dict[str, int] = {}
-        #: memories observed
-        self.memories = 0
+        #: per owner: memories observed and, per token, how many hold it (once per memory)
+        self.counts = OwnerCounts()
         #: whether every stored memory has been observed (False: an old home, not yet built)
         self.complete = True
         self._dirty = False
@@ -63,11 +66,21 @@ class WordStore:
     def __len__(self) -> int:
         return len(self.words)
 
+    @property
+    def memories(self) -> int:
+        """Memories observed, every owner's."""
+        return self.counts.memories
+
     def nbytes(self) -> int:
         """The arrays' bytes (capacity included); the Python word and count entries come on top."""
         return int(self._q.nbytes + self._scale.nbytes + self._nb.nbytes + self._nc.nbytes)
 
     # -- reads ----------------------------------------------------------------------------------
+    def visible(self, scope: Scope) -> ScopeCounts:
+        """The token counts over the memories ``scope`` may read (the expansion's shares)."""
+        with self.lock:
+            return self.counts.visible(scope)
+
     def vector(self, word: str) -> np.ndarray | None:
         i = self.index.get(word)
         return None if i is None else self._deq(np.array([i]))[0]
@@ -101,19 +114,18 @@ class WordStore:
             return [self.words[j] for j in ids.tolist()], ids, sims[ids]
 
     # -- writes ---------------------------------------------------------------------------------
-    def observe(self, texts: Sequence[str]) -> list[str]:
-        """Count ``texts`` (new memories) and return their words the store lacks, in order."""
+    def observe(self, memories: Sequence[tuple[Owner, str]]) -> list[str]:
+        """Count new memories (each its owner and text) and return their words the store lacks,
+        in order."""
         new: dict[str, None] = {}
         with self.lock:
-            for text in texts:
+            for owner, text in memories:
                 words = words_of(text)
-                for tok in tokens_of(words):
-                    self.df[tok] = self.df.get(tok, 0) + 1
+                self.counts.of(owner).add(tokens_of(words))
                 for w in sorted(words):
                     if w not in self.index:
                         new[w] = None
-            self.memories += len(texts)
-            self._dirty = self._dirty or bool(texts)
+            self._dirty = self._dirty or bool(memories)
         return list(new)
 
     def add(self, words: Sequence[str], vecs: np.ndarray) -> int:
@@ -227,7 +239,8 @@ class WordStore:
             if not self._dirty and (self.folder / _STATE).exists():
                 return
             n = len(self.words)
-            toks = list(self.df)
+            owners = list(self.counts.owners.items())
+            toks = [t for _, c in owners for t in c.df]
             self.folder.mkdir(parents=True, exist_ok=True)
             tmp = self.folder / (_STATE + ".tmp")
             with open(tmp, "wb") as f:
@@ -235,9 +248,14 @@ class WordStore:
                     f,
                     nb=self._nb[:n],
                     nc=self._nc[:n],
+                    owners=np.array([o for o, _ in owners], dtype=np.str_).reshape(-1, 3),
+                    owner_memories=np.array([c.memories for _, c in owners], dtype=np.int64),
+                    owner_tokens=np.array([len(c.df) for _, c in owners], dtype=np.int64),
                     toks=np.array(toks, dtype=np.str_),
-                    counts=np.array([self.df[t] for t in toks], dtype=np.int64),
-                    meta=np.array([n, self.memories, int(self.complete), self.dim, self.m]),
+                    counts=np.array([v for _, c in owners for v in c.df.values()], dtype=np.int64),
+                    meta=np.array(
+                        [n, self.memories, int(self.complete), self.dim, self.m, _FORMAT]
+                    ),
                 )
             os.replace(tmp, self.folder / _STATE)
             self._dirty = False
@@ -278,9 +296,12 @@ class WordStore:
                     linked = int(meta[0])
                     store._nb[:linked] = z["nb"]
                     store._nc[:linked] = z["nc"]
-                store.df = dict(zip(z["toks"].tolist(), z["counts"].tolist(), strict=True))
-                store.memories = int(meta[1])
-                store.complete = bool(meta[2])
+                if len(meta) > 5 and int(meta[5]) == _FORMAT:
+                    _load_counts(store.counts, z)
+                    store.complete = bool(meta[2])
+                else:  # home-wide counts: not split by owner, so counted again (a build)
+                    store.complete = False
+                    store._dirty = True
         if linked < n:
             if linked == 0:
                 store._nb[:n] = -1
@@ -288,6 +309,18 @@ class WordStore:
             store._link(np.arange(linked, n))
             store._dirty = True
         return store
+
+
+def _load_counts(counts: OwnerCounts, z: Any) -> None:
+    toks, vals = z["toks"].tolist(), z["counts"].tolist()
+    at = 0
+    for owner, mem, k in zip(
+        z["owners"].tolist(), z["owner_memories"].tolist(), z["owner_tokens"].tolist(), strict=True
+    ):
+        c = counts.of((owner[0], owner[1], owner[2]))
+        c.memories = int(mem)
+        c.df = dict(zip(toks[at : at + k], vals[at : at + k], strict=True))
+        at += k
 
 
 def _quantize(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
