@@ -269,21 +269,22 @@ DEFAULTS: dict[str, Any] = {
         #: caller's memories on the LanceDB path; 0 turns it off)
         "dense_common_word_share": 0.8,
         #: widen the BM25 query with the home's own words near the query's words (vocab/: a word
-        #: store per home filled by the capture writer; bench/results/locomo.md, sessions 6 and 8).
-        #: Off: LoCoMo multi-hop gains (0.268 -> 0.31) but the long-memory set loses (answerable
-        #: R@10 0.91 -> 0.89 with the home-wide word counts)
-        "expand_vocab": False,
+        #: store per home filled by the capture writer; bench/results/locomo.md, sessions 6, 8, 9):
+        #: LoCoMo multi-hop R@10 0.268 -> 0.303, the long-memory set unchanged in R@10 (0.914)
+        "expand_vocab": True,
         #: m: the nearest words kept per word (changing it rebuilds the store's lists at load)
         "expand_vocab_neighbours": 8,
         #: τ: an added word's cosine with the query word it neighbours
         "expand_vocab_min_cosine": 0.5,
         #: θ: an added word's cosine with the whole query's vector (keeps neighbours of a broad
-        #: word that have nothing to do with the question out)
-        "expand_vocab_min_query_cosine": 0.3,
+        #: word that have nothing to do with the question out: 0.30 let "going" and "departure"
+        #: in for "Which places have I travelled to…", session 9)
+        "expand_vocab_min_query_cosine": 0.35,
         #: γ: an added word's BM25 weight is this × its cosine with the query word
         "expand_vocab_weight": 0.5,
-        #: s: only words held by at most this share of the memories are added (rare, informative)
-        "expand_vocab_max_share": 0.02,
+        #: s: only words held by at most this share of the memories the caller may see are added
+        #: (rare, informative; 0.02 let "flights", 3 of a persona's 272 memories, in, session 9)
+        "expand_vocab_max_share": 0.01,
     },
     "storage": {
         "fts_tokenizer": "trigram",
