@@ -1,11 +1,8 @@
 """``RemoteCore``: the ``MemoryCore`` protocol over gRPC, plus a thread-safe blocking facade.
 
-Errors come back as the same ``StratamemError`` (the code travels in trailing metadata); in-flight
-calls per channel are capped (≥2,000 in flight on one channel makes gRPC cancel calls); a call that
-finds the server unreachable is retried within a reconnect window. Given a ``reconnect`` callback
-(``stratamem.contract.hostkit.client.connect`` passes one), a transport failure, before or during a
-call, asks it for the home's service (starting a new one if none) and resends the call on a fresh
-channel: what was not acknowledged is sent again, and turn keys make that exactly-once.
+Errors come back as the same ``StratamemError`` (the code travels in trailing metadata); the
+channel, its cap on calls in flight and the way back to a service that went away live in
+``stratamem.contract.reconnect``.
 """
 
 from __future__ import annotations
@@ -45,65 +42,42 @@ from stratamem.contract.dtos import (
     TurnRoute,
     WorldModel,
 )
-from stratamem.contract.errors import (
-    ERROR_CODE_METADATA_KEY,
-    ERROR_DETAILS_METADATA_KEY,
-    ErrorCode,
-    StratamemError,
-    code_for_status,
+from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.contract.reconnect import (
+    CHANNEL_OPTIONS,
+    DEADLINE_GRACE_S,
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_RECONNECT_S,
+    ReconnectingClient,
+    error_from_rpc,
 )
 from stratamem.v1 import memory_pb2 as m
-from stratamem.v1 import memory_pb2_grpc, workspace_pb2_grpc
 
 if TYPE_CHECKING:
     from stratamem.contract.workspace import RemoteWorkspace
 
 T = TypeVar("T")
 
-#: Default cap on concurrent RPCs per channel.
-DEFAULT_MAX_IN_FLIGHT = 100
-#: How long a call keeps retrying while the server is unreachable (restart, not yet listening).
-DEFAULT_RECONNECT_S = 5.0
 #: How long an event stream keeps resubscribing while no service answers (a restart takes seconds).
 DEFAULT_EVENTS_RESUME_S = 120.0
-#: Extra time the transport deadline allows beyond a request's own ``deadline_at`` so the server can
-#: answer with its safe cut-off instead of the call dying in transit.
-DEADLINE_GRACE_S = 0.5
-_MAX_BYTES = 16 * 1024 * 1024
 
-CHANNEL_OPTIONS: list[tuple[str, Any]] = [
-    ("grpc.max_receive_message_length", _MAX_BYTES),
-    ("grpc.max_send_message_length", _MAX_BYTES),
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1000),
-    ("grpc.enable_retries", 0),
+__all__ = [
+    "CHANNEL_OPTIONS",
+    "DEADLINE_GRACE_S",
+    "DEFAULT_EVENTS_RESUME_S",
+    "DEFAULT_MAX_IN_FLIGHT",
+    "DEFAULT_RECONNECT_S",
+    "BlockingRemoteCore",
+    "RemoteCore",
+    "error_from_rpc",
 ]
-
-
-def error_from_rpc(exc: grpc.aio.AioRpcError) -> StratamemError:
-    """The ``StratamemError`` a failed call stands for (same stable code as on the server)."""
-    trailers = {k: v for k, v in (exc.trailing_metadata() or ()) if isinstance(v, str)}
-    raw_code = trailers.get(ERROR_CODE_METADATA_KEY)
-    details: dict[str, Any] = {}
-    if ERROR_DETAILS_METADATA_KEY in trailers:
-        try:
-            loaded = json.loads(trailers[ERROR_DETAILS_METADATA_KEY])
-            details = loaded if isinstance(loaded, dict) else {}
-        except ValueError:
-            details = {}
-    try:
-        code = ErrorCode(raw_code) if raw_code else code_for_status(exc.code())
-    except ValueError:
-        code = code_for_status(exc.code())
-    return StratamemError(code, exc.details() or exc.code().name, details)
 
 
 def _ns_field(namespace: Namespace | None) -> dict[str, Any]:
     return {"namespace": codec.to_proto(namespace)} if namespace is not None else {}
 
 
-class RemoteCore:
+class RemoteCore(ReconnectingClient):
     """``MemoryCore`` over a gRPC channel (``unix:/path`` or ``host:port``). Use from one event loop."""
 
     def __init__(
@@ -118,54 +92,18 @@ class RemoteCore:
         reconnect: Callable[[], Awaitable[str]] | None = None,
         events_resume_s: float = DEFAULT_EVENTS_RESUME_S,
     ) -> None:
-        self.target = target
-        self._metadata: tuple[tuple[str, str], ...] = (
-            (("authorization", f"Bearer {token}"),) if token else ()
+        super().__init__(
+            target,
+            token=token,
+            root_certificates=root_certificates,
+            tls=tls,
+            max_in_flight=max_in_flight,
+            reconnect_s=reconnect_s,
+            reconnect=reconnect,
         )
-        self._creds = (
-            grpc.ssl_channel_credentials(root_certificates=root_certificates)
-            if tls or root_certificates is not None
-            else None
-        )
-        self._open_channel(target)
-        self.max_in_flight = max_in_flight
-        self._sem = asyncio.Semaphore(max_in_flight)
-        self.reconnect_s = reconnect_s
-        self._reconnect = reconnect
-        self._recover_lock = asyncio.Lock()
-        self._generation = 0
-        #: transport failures recovered by ``reconnect`` (a new channel each time)
-        self.reconnects = 0
         self.epoch: str | None = None
         #: how long an event stream keeps resubscribing while no service answers
         self.events_resume_s = events_resume_s
-        self._closed = False
-
-    def _open_channel(self, target: str) -> None:
-        self.target = target
-        if self._creds is not None:
-            self._channel = grpc.aio.secure_channel(target, self._creds, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
-        self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
-        self._workspace_stub = workspace_pb2_grpc.WorkspaceMemoryServiceStub(self._channel)
-
-    async def _recover(self, failed_generation: int) -> None:
-        """Find (or start) the service again and move to a fresh channel, once per failure."""
-        assert self._reconnect is not None
-        async with self._recover_lock:
-            if self._closed or self._generation != failed_generation:
-                return  # another call already recovered
-            target = await self._reconnect()
-            old = self._channel
-            self._open_channel(target)
-            self._generation += 1
-            self.reconnects += 1
-        asyncio.get_running_loop().create_task(old.close(grace=1.0))
-
-    @property
-    def channel(self) -> grpc.aio.Channel:
-        return self._channel
 
     def workspace(self, layout: str = "", *, open_roots: bool = False) -> RemoteWorkspace:
         """The home's workspace memory (``WorkspaceMemoryService``) on this channel, for roots kept
@@ -180,51 +118,6 @@ class RemoteCore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
-
-    # ------------------------------------------------------------------ plumbing
-    async def _call(
-        self, method: str, request: Any, deadline_s: float | None = None, stub: str = "_stub"
-    ) -> Any:
-        if self._closed:
-            raise StratamemError(ErrorCode.ALREADY_SHUT_DOWN, "this RemoteCore has been shut down")
-        started = time.monotonic()
-        give_up = started + self.reconnect_s
-        delay = 0.05
-        recoveries = 0
-        async with self._sem:
-            while True:
-                generation = self._generation
-                timeout = deadline_s
-                if deadline_s is not None:
-                    timeout = deadline_s - (time.monotonic() - started)
-                    if timeout <= 0:
-                        raise StratamemError(
-                            ErrorCode.DEADLINE_EXCEEDED, f"{method}: deadline passed reconnecting"
-                        )
-                try:
-                    fn = getattr(getattr(self, stub), method)
-                    return await fn(request, metadata=self._metadata, timeout=timeout)
-                except grpc.aio.AioRpcError as exc:
-                    unreachable = exc.code() == grpc.StatusCode.UNAVAILABLE and not (
-                        exc.trailing_metadata() or ()
-                    )
-                    if unreachable and self._reconnect is not None and recoveries < 20:
-                        recoveries += 1
-                        if recoveries > 1:
-                            await asyncio.sleep(min(0.05 * recoveries, 0.5))
-                        await self._recover(generation)
-                        continue
-                    if unreachable and time.monotonic() + delay < give_up:
-                        await asyncio.sleep(delay)
-                        delay = min(delay * 2, 0.5)
-                        continue
-                    raise error_from_rpc(exc) from None
-
-    @staticmethod
-    def _timeout_for(deadline_at: int | None) -> float | None:
-        if deadline_at is None:
-            return None
-        return max(0.001, (deadline_at - time.time() * 1000) / 1000) + DEADLINE_GRACE_S
 
     # ------------------------------------------------------------------ lifecycle
     async def health(self) -> Health:
