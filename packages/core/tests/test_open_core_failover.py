@@ -15,9 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import signal
-import sys
 import textwrap
 import time
 from collections import Counter
@@ -25,23 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-#: one step of a process (open, a phase of writes, a read) may take this long on a loaded machine
-STEP_S = 120.0
-
-OWNER = textwrap.dedent(
-    """
-    import asyncio, sys
-    from stratamem.core import open_core
-
-    async def main(home):
-        async with open_core(home, embedding__provider="none") as core:
-            print(type(core).__name__, flush=True)
-            await asyncio.to_thread(sys.stdin.read)  # until the test closes stdin: a clean exit
-
-    asyncio.run(main(sys.argv[1]))
-    """
-)
+from failover_support import HOLDER, OWNER, STEP_S, Proc, owner_leaves
 
 #: Captures with WRITERS concurrent writers until told the owner is gone ("busy"; "idle": two turns
 #: each, then it waits), then AFTER more turns each; a failed call is retried with the same turn
@@ -125,76 +106,6 @@ THIRD = textwrap.dedent(
 )
 
 
-def _sink(path: Path) -> Any:
-    return open(path, "wb")  # closed by the caller's with
-
-
-class Proc:
-    """A test process with line-wise stdout, stderr in a file (shown when a step fails)."""
-
-    def __init__(self, name: str, proc: asyncio.subprocess.Process, err: Path) -> None:
-        self.name, self.proc, self.err = name, proc, err
-
-    @classmethod
-    async def start(cls, tmp: Path, name: str, code: str, *args: str) -> Proc:
-        err = tmp / f"{name}.stderr"
-        with _sink(err) as sink:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-X",
-                "faulthandler",
-                "-c",
-                code,
-                *args,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=sink,
-                env={**os.environ, "STRATAMEM_EMBEDDING__PROVIDER": "none"},
-            )
-        return cls(name, proc, err)
-
-    def stderr(self) -> str:
-        lines = self.err.read_text(errors="replace").splitlines()
-        return "\n".join(x for x in lines if '"level": "debug"' not in x)[-4000:]
-
-    async def line(self) -> str:
-        assert self.proc.stdout is not None
-        try:
-            async with asyncio.timeout(STEP_S):
-                raw = await self.proc.stdout.readline()
-        except TimeoutError:
-            self.proc.send_signal(signal.SIGABRT)  # faulthandler: its stacks go to stderr
-            await asyncio.wait_for(self.proc.wait(), 10)
-            raise AssertionError(f"{self.name}: no output in {STEP_S}s\n{self.stderr()}") from None
-        if not raw:
-            code = await self.proc.wait()
-            raise AssertionError(f"{self.name} exited {code}\n{self.stderr()}")
-        return raw.decode().strip()
-
-    async def send(self, text: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(text.encode() + b"\n")
-        await self.proc.stdin.drain()
-
-    async def exit_code(self) -> int:
-        async with asyncio.timeout(STEP_S):
-            return await self.proc.wait()
-
-    def kill(self) -> None:
-        if self.proc.returncode is None:
-            self.proc.kill()
-
-
-async def _owner_leaves(owner: Proc, how: str) -> None:
-    if how == "sigkill":
-        owner.proc.kill()
-        assert await owner.exit_code() == -signal.SIGKILL
-    else:
-        assert owner.proc.stdin is not None
-        owner.proc.stdin.close()
-        assert await owner.exit_code() == 0, owner.stderr()
-
-
 def _check_every_ack_once(second: dict[str, Any], third: dict[str, Any]) -> None:
     acked = dict(second["acked"])
     assert len(acked) == len(second["acked"]), "a turn key was acknowledged twice"
@@ -222,7 +133,7 @@ async def test_a_remote_core_takes_the_home_over_when_its_owner_leaves_mid_captu
         assert await owner.line() == "LocalCore"
         second = await Proc.start(tmp_path, "second", SECOND, str(home), "busy")
         assert await second.line() == "writing"  # its writers are capturing through the owner
-        await _owner_leaves(owner, how)
+        await owner_leaves(owner, how)
         await second.send("owner-gone")
         out = json.loads(await second.line())
         assert await second.exit_code() == 0, second.stderr()
@@ -252,7 +163,7 @@ async def test_a_remote_core_finds_the_new_owner_that_took_the_home_meanwhile(
         assert await first.line() == "LocalCore"
         second = await Proc.start(tmp_path, "second", SECOND, str(home), "idle")
         assert await second.line() == "writing"  # two turns per writer, then it waits
-        await _owner_leaves(first, "clean")
+        await owner_leaves(first, "clean")
         new = await Proc.start(tmp_path, "new", OWNER, str(home))
         assert await new.line() == "LocalCore"
         await second.send("owner-gone")
@@ -261,7 +172,7 @@ async def test_a_remote_core_finds_the_new_owner_that_took_the_home_meanwhile(
         assert out["kind"] == "RemoteCore"
         assert not out["owns"], "it should have reached the new owner, not taken the home"
         assert out["errors"] == []
-        await _owner_leaves(new, "clean")
+        await owner_leaves(new, "clean")
     finally:
         for p in (first, second, new):
             if p is not None:
@@ -301,24 +212,9 @@ async def test_a_second_process_reaches_a_serving_owner_without_importing_the_en
         out = json.loads(await light.line())
         assert await light.exit_code() == 0, light.stderr()
         assert out == {"kind": "RemoteCore", "heavy": []}
-        await _owner_leaves(owner, "clean")
+        await owner_leaves(owner, "clean")
     finally:
         owner.kill()
-
-
-#: Takes the home's lock and never serves (an owner whose engine is still opening), until stdin
-#: closes.
-HOLDER = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from stratamem.core.home import prepare_home
-    from stratamem.core.storage.lock import HomeLock
-    lock = HomeLock(prepare_home(Path(sys.argv[1]))).acquire()
-    print("locked", flush=True)
-    sys.stdin.read()
-    """
-)
 
 
 async def test_closing_while_a_takeover_is_under_way_releases_the_home(tmp_path: Path) -> None:
@@ -337,12 +233,12 @@ async def test_closing_while_a_takeover_is_under_way_releases_the_home(tmp_path:
         cm = open_core(home, embedding__provider="none")
         core = await cm.__aenter__()
         assert type(core).__name__ == "RemoteCore"
-        await _owner_leaves(owner, "clean")
+        await owner_leaves(owner, "clean")
         holder = await Proc.start(tmp_path, "holder", HOLDER, str(home))
         assert await holder.line() == "locked"  # the next owner, not serving yet
         call = asyncio.create_task(core.health())  # finds the owner gone: waits for the next
         end = time.monotonic() + STEP_S
-        while not core._recover_lock.locked():
+        while not core.recovering:
             assert time.monotonic() < end, "the call never started recovering"
             await asyncio.sleep(0.01)
         closing = asyncio.create_task(cm.__aexit__(None, None, None))

@@ -93,7 +93,7 @@ class ReconnectingClient:
         self._sem = asyncio.Semaphore(max_in_flight)
         self.reconnect_s = reconnect_s
         self._reconnect = reconnect
-        self._recover_lock = asyncio.Lock()
+        self._recovery: asyncio.Task[None] | None = None
         self._generation = 0
         #: transport failures recovered by ``reconnect`` (a new channel each time)
         self.reconnects = 0
@@ -108,17 +108,49 @@ class ReconnectingClient:
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
         self._workspace_stub = workspace_pb2_grpc.WorkspaceMemoryServiceStub(self._channel)
 
-    async def _recover(self, failed_generation: int) -> None:
-        """Find (or start) the service again and move to a fresh channel, once per failure."""
+    @property
+    def recovering(self) -> bool:
+        """Whether a recovery (finding, starting or taking over the service) is under way."""
+        return self._recovery is not None and not self._recovery.done()
+
+    async def _recover(self, failed_generation: int, until: float | None = None) -> bool:
+        """Find (or start) the service again and move to a fresh channel, once per failure.
+
+        Every call that failed on one channel waits for the same recovery task; a call with a
+        deadline stops waiting at ``until`` (``time.monotonic()``) and gets False, while the
+        recovery goes on in the background for the calls after it. (A call used to run the
+        recovery itself and wait for it whole: up to the 60 s start budget past its deadline.)"""
         assert self._reconnect is not None
-        async with self._recover_lock:
-            if self._closed or self._generation != failed_generation:
-                return  # another call already recovered
-            target = await self._reconnect()
-            old = self._channel
-            self._open_channel(target)
-            self._generation += 1
-            self.reconnects += 1
+        if self._closed or self._generation != failed_generation:
+            return True  # another call already recovered
+        task = self._recovery
+        if task is None or task.done():
+            task = asyncio.get_running_loop().create_task(self._replace_channel(failed_generation))
+            task.add_done_callback(_retrieve)  # its waiters may all have given up by their deadline
+            self._recovery = task
+        if until is None:
+            await asyncio.shield(task)
+            return True
+        left = until - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            await asyncio.wait_for(asyncio.shield(task), left)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _replace_channel(self, failed_generation: int) -> None:
+        assert self._reconnect is not None
+        if self._closed or self._generation != failed_generation:
+            return
+        target = await self._reconnect()
+        if self._closed:
+            return  # shut down meanwhile: no channel to open
+        old = self._channel
+        self._open_channel(target)
+        self._generation += 1
+        self.reconnects += 1
         asyncio.get_running_loop().create_task(old.close(grace=1.0))
 
     @property
@@ -127,24 +159,47 @@ class ReconnectingClient:
 
     # ------------------------------------------------------------------ plumbing
     async def _call(
-        self, method: str, request: Any, deadline_s: float | None = None, stub: str = "_stub"
+        self,
+        method: str,
+        request: Any,
+        deadline_s: float | None = None,
+        stub: str = "_stub",
+        *,
+        cut_off: Callable[[], Any] | None = None,
     ) -> Any:
-        if self._closed:
-            raise StratamemError(ErrorCode.ALREADY_SHUT_DOWN, "this RemoteCore has been shut down")
+        """``method`` on the service, resent on a fresh channel when the service went away.
+
+        ``deadline_s`` bounds the call; with ``cut_off`` (a call carrying the caller's deadline,
+        ``DEADLINE_GRACE_S`` included in ``deadline_s``) a deadline that passes while no service
+        answers returns ``cut_off()`` instead, the safe cut-off the core gives for a deadline
+        that passed before it could start."""
         started = time.monotonic()
         give_up = started + self.reconnect_s
+        hard = None if deadline_s is None else started + deadline_s
+        soft = None if hard is None else hard - (DEADLINE_GRACE_S if cut_off is not None else 0.0)
         delay = 0.05
         recoveries = 0
+        retried = False  # past the first send only the caller's own deadline is waited for
+
+        def passed() -> Any:
+            if cut_off is not None:
+                return cut_off()
+            raise StratamemError(
+                ErrorCode.DEADLINE_EXCEEDED, f"{method}: deadline passed reconnecting"
+            )
+
         async with self._sem:
             while True:
+                if self._closed:  # also when it was shut down while this call waited to resend
+                    raise StratamemError(
+                        ErrorCode.ALREADY_SHUT_DOWN, "this RemoteCore has been shut down"
+                    )
                 generation = self._generation
-                timeout = deadline_s
-                if deadline_s is not None:
-                    timeout = deadline_s - (time.monotonic() - started)
-                    if timeout <= 0:
-                        raise StratamemError(
-                            ErrorCode.DEADLINE_EXCEEDED, f"{method}: deadline passed reconnecting"
-                        )
+                timeout = None
+                if hard is not None:
+                    timeout = hard - time.monotonic()
+                    if timeout <= 0 or (retried and soft is not None and time.monotonic() >= soft):
+                        return passed()
                 try:
                     fn = getattr(getattr(self, stub), method)
                     return await fn(request, metadata=self._metadata, timeout=timeout)
@@ -152,14 +207,16 @@ class ReconnectingClient:
                     unreachable = exc.code() == grpc.StatusCode.UNAVAILABLE and not (
                         exc.trailing_metadata() or ()
                     )
+                    retried = True
                     if unreachable and self._reconnect is not None and recoveries < 20:
                         recoveries += 1
                         if recoveries > 1:
-                            await asyncio.sleep(min(0.05 * recoveries, 0.5))
-                        await self._recover(generation)
+                            await _sleep_until(min(0.05 * recoveries, 0.5), soft)
+                        if not await self._recover(generation, soft):
+                            return passed()
                         continue
                     if unreachable and time.monotonic() + delay < give_up:
-                        await asyncio.sleep(delay)
+                        await _sleep_until(delay, soft)
                         delay = min(delay * 2, 0.5)
                         continue
                     raise error_from_rpc(exc) from None
@@ -169,3 +226,14 @@ class ReconnectingClient:
         if deadline_at is None:
             return None
         return max(0.001, (deadline_at - time.time() * 1000) / 1000) + DEADLINE_GRACE_S
+
+
+async def _sleep_until(delay: float, until: float | None) -> None:
+    if until is not None:
+        delay = min(delay, max(0.0, until - time.monotonic()))
+    await asyncio.sleep(delay)
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()

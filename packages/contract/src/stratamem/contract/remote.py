@@ -11,8 +11,10 @@ import asyncio
 import json
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
@@ -58,10 +60,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: How a turn key that ``RemoteCore.turn_end`` gave a key-less turn starts.
+AUTO_TURN_KEY_PREFIX = "rc-"
 #: How long an event stream keeps resubscribing while no service answers (a restart takes seconds).
 DEFAULT_EVENTS_RESUME_S = 120.0
 
 __all__ = [
+    "AUTO_TURN_KEY_PREFIX",
     "CHANNEL_OPTIONS",
     "DEADLINE_GRACE_S",
     "DEFAULT_EVENTS_RESUME_S",
@@ -75,6 +80,28 @@ __all__ = [
 
 def _ns_field(namespace: Namespace | None) -> dict[str, Any]:
     return {"namespace": codec.to_proto(namespace)} if namespace is not None else {}
+
+
+def _cut_off(query: RetrievalQuery) -> RetrievalResult:
+    """What a recall whose deadline passed while no service answered (the owner handed over)
+    returns: the core's own answer to a deadline that passed before it started (an empty safe
+    cut-off; nothing routed, nothing stored)."""
+    return RetrievalResult(query=query, cut_off=True, packet_id=f"empty-{int(time.time() * 1000)}")
+
+
+def _recall_of(turn: TurnInput) -> RetrievalQuery:
+    """The recall a turn start echoes (as the core builds it from the turn)."""
+    return RetrievalQuery(
+        agent=turn.agent,
+        query=turn.user_text,
+        namespace=turn.namespace,
+        session_id=turn.session_id,
+        episode_id=turn.episode_id,
+        reason="turn_start",
+        context_hints=dict(turn.context_hints),
+        deadline_at=turn.deadline_at,
+        llm_filter_malformed_retries=turn.llm_filter_malformed_retries,
+    )
 
 
 class RemoteCore(ReconnectingClient):
@@ -198,14 +225,23 @@ class RemoteCore(ReconnectingClient):
     # ------------------------------------------------------------------ per-turn pipeline
     async def turn_start(self, turn: TurnInput) -> RetrievalResult:
         resp = await self._call(
-            "TurnStart", codec.to_proto(turn), self._timeout_for(turn.deadline_at)
+            "TurnStart",
+            codec.to_proto(turn),
+            self._timeout_for(turn.deadline_at),
+            cut_off=lambda: _cut_off(_recall_of(turn)),
         )
-        return codec.decode(resp, RetrievalResult)
+        return resp if isinstance(resp, RetrievalResult) else codec.decode(resp, RetrievalResult)
 
     async def prepare_turn(self, turn: TurnInput) -> TurnRoute:
         return codec.decode(await self._call("PrepareTurn", codec.to_proto(turn)), TurnRoute)
 
     async def turn_end(self, result: TurnResult) -> TurnEndAck:
+        """A turn without a turn key gets one here, before its first send: a resend after the
+        service went away (it may have journaled the turn first) then answers the first
+        acknowledgement instead of storing the turn twice. Each call is its own turn, so the
+        same content sent twice is still two turns."""
+        if result.turn_key is None:
+            result = replace(result, turn_key=f"{AUTO_TURN_KEY_PREFIX}{uuid.uuid4().hex}")
         return codec.decode(await self._call("TurnEnd", codec.to_proto(result)), TurnEndAck)
 
     async def submit_feedback(self, feedback: FeedbackInput) -> Feedback:
@@ -221,9 +257,12 @@ class RemoteCore(ReconnectingClient):
     # ------------------------------------------------------------------ queries
     async def search(self, query: RetrievalQuery) -> RetrievalResult:
         resp = await self._call(
-            "Search", codec.to_proto(query), self._timeout_for(query.deadline_at)
+            "Search",
+            codec.to_proto(query),
+            self._timeout_for(query.deadline_at),
+            cut_off=lambda: _cut_off(query),
         )
-        return codec.decode(resp, RetrievalResult)
+        return resp if isinstance(resp, RetrievalResult) else codec.decode(resp, RetrievalResult)
 
     async def timeline(self, episode_id: str, namespace: Namespace | None = None) -> list[Trace]:
         resp = await self._call(

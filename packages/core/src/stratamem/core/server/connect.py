@@ -14,7 +14,9 @@ config overrides and embedder apply to it) and expect no detached service to be 
 their back, so taking over beats starting ``stratamem serve`` the way the host kit's thin client
 does; the CLI and the hosts use that client and are unchanged. The call that found the owner gone
 is resent on the new channel: what the old owner journaled is replayed by the new one and its turn
-key makes the resend return the first acknowledgement, so nothing acknowledged is lost or doubled.
+key (``RemoteCore`` gives a key-less ``turn_end`` one) makes the resend return the first
+acknowledgement, so nothing acknowledged is lost or doubled. A recall with a deadline does not
+wait for the hand-over past it (``stratamem.contract.reconnect``).
 """
 
 from __future__ import annotations
