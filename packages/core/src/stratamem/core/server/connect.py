@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -113,9 +114,13 @@ async def open_or_connect(
     path = resolve_home(home, host=host)
 
     async def open_engine() -> Any:
-        from stratamem.core.engine.assemble import open_local_core  # only when we may own it
-
-        return await open_local_core(path, embedder=embedder, **config_overrides)
+        # only when we may own it, and off the event loop: LanceDB's import alone takes seconds on
+        # a loaded machine, while the loop serves this process's other calls (a hand-over's
+        # takeover runs beside calls that must keep their deadline)
+        assemble = await asyncio.to_thread(
+            importlib.import_module, "stratamem.core.engine.assemble"
+        )
+        return await assemble.open_local_core(path, embedder=embedder, **config_overrides)
 
     core, sock = await find_or_own(path, open_engine)
     if core is None:
