@@ -45,3 +45,15 @@ class Deadline:
         except Exception as exc:  # one broken channel must not sink the whole recall
             _log.warning("retrieval.stage_failed", stage=stage, error=repr(exc))
             return None
+
+    def call(self, stage: str, fn: Callable[[], T]) -> T | None:
+        """``run`` for an in-memory step (nothing to await, nothing to time out): not started
+        after the deadline, a failure logged as the stage's and yielding ``None``, so the caller
+        goes on without it (the query expansion: the un-expanded query)."""
+        if self.expired():
+            return None
+        try:
+            return fn()
+        except Exception as exc:
+            _log.warning("retrieval.stage_failed", stage=stage, error=repr(exc))
+            return None

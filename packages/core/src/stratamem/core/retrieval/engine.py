@@ -12,7 +12,7 @@ import inspect
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from stratamem.core.hotindex import ScopedHotTable
 from stratamem.core.hotindex.lexical import analyze
 from stratamem.core.ids import now_ms
 from stratamem.core.retrieval import hot_channels as hc
-from stratamem.core.retrieval import hot_tiers, lance_tiers, learned
+from stratamem.core.retrieval import hot_tiers, lance_tiers, learned, vocab_stage
 from stratamem.core.retrieval.candidates import (
     Candidate,
     Pool,
@@ -67,18 +67,6 @@ from stratamem.core.routing import classify_intent, query_profile, schedule_inje
 from stratamem.core.storage.ownership import Scope
 from stratamem.core.storage.scoped import ScopedTable
 from stratamem.core.telemetry import get_logger, span
-from stratamem.core.vocab.expand import expand, missing, params_of, query_words
-from stratamem.core.vocab.service import embed_with_query
-
-#: the retrieval settings of the query expansion (vocab/expand.py: ``params_of``)
-EXPAND_KEYS = (
-    "expand_vocab_neighbours",
-    "expand_vocab_min_cosine",
-    "expand_vocab_weight",
-    "expand_vocab_max_share",
-    "expand_vocab_min_query_cosine",
-    "dense_common_word_share",
-)
 
 _log = get_logger("retrieval")
 _MISSING = object()
@@ -199,22 +187,6 @@ class _Run:
             return text
         df, n = sample_df(sample, text, analyze)
         return dense_text(text, df, n, tokens=analyze, share=share)
-
-    async def expansion_words(self) -> tuple[list[str], list[str]] | None:
-        """The query's words to widen with the home's vocabulary and, of those, the ones the
-        home lacks (vocab/expand.py); None when the switch is off or the store is not ready."""
-        vocab = self.ctx.vocab
-        if vocab is None or not bool(self.s("expand_vocab")) or 2 not in self.plan.tiers:
-            return None
-        st = await self.dl.run("vocab", vocab.for_query)
-        if st is None:
-            return None
-        self.vocab_store = st
-        self.vocab_counts = st.visible(Scope.visible(self.ctx.namespace or Namespace()))
-        self.expand_params = params_of({k: self.s(k) for k in EXPAND_KEYS})
-        terms = self.cq.terms[: hot_tiers.FTS_TERMS]
-        words = query_words(self.vocab_counts, terms, self.expand_params)
-        return (words, missing(st, words)) if words else None
 
     # -- learned tables (skills, experiences, world models): retrieval/learned.py ----------------
     async def tier1(self) -> None:
@@ -404,13 +376,14 @@ class _Run:
         self.cq = widen(self.cq, self.rewrites)
         if emb is not None:
             text = await self.dense_query_text()
-            words = await self.expansion_words()
+            words = await vocab_stage.query_words_of(self)
             batch = hasattr(emb, "embed_many") or hasattr(emb, "embed_documents")
             if words and words[1] and batch:  # the words the home lacks: in the query's call
-                got = await self.dl.run("embed", lambda: embed_with_query(emb, text, words[1]))
+                got = await self.dl.run(
+                    "embed", lambda: vocab_stage.embed_with_words(emb, text, words[1])
+                )
                 if got is not None:
-                    self.qvec = unit(got[0])
-                    self.lacking = dict(zip(words[1], got[1], strict=True))
+                    self.qvec, self.lacking = got
             if self.qvec is None:  # (also when a batch could not be embedded: the query alone)
                 self.qvec = await self.dl.run("embed", lambda: _embed(emb, text))
             if self.rewrites and self.qvec is not None:  # the rewrites' meaning joins the query's
@@ -419,17 +392,7 @@ class _Run:
                 if also is not None:
                     self.qvec = unit(self.qvec + also)
             if words and self.qvec is not None and self.vocab_store is not None:
-                toks = analyze(" ".join(self.cq.terms[: hot_tiers.FTS_TERMS]))
-                got_exp = expand(
-                    self.vocab_store,
-                    self.vocab_counts,
-                    words[0],
-                    self.qvec,
-                    self.expand_params,
-                    self.lacking,
-                    toks,
-                )
-                self.cq = replace(self.cq, expansion=got_exp.words)
+                vocab_stage.expand_query(self, words[0])
         jobs = []
         if 1 in self.plan.tiers:
             jobs.append(self.tier1())
