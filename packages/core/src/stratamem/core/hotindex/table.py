@@ -35,6 +35,7 @@ from stratamem.core.hotindex.quantized import (
     unit_rows,
 )
 from stratamem.core.hotindex.rowfile import Row, RowFile
+from stratamem.core.hotindex.sessions import SessionOrder, order_of
 from stratamem.core.hotindex.slotfile import SlotFile
 from stratamem.core.storage.ownership import Scope
 
@@ -148,8 +149,8 @@ class HotTable:
         self.session_code: dict[str, int] = {}
         #: session code -> its slots, ascending (a session's turns without scanning the table)
         self.by_session: dict[int, array[int]] = {}
-        #: session code -> its (ts, id) keys and slots in that order, built on first read
-        self._session_order: dict[int, tuple[list[tuple[int, str]], list[int]]] = {}
+        #: session code -> its slots in (ts, id) order, built on first read
+        self._session_order: dict[int, SessionOrder] = {}
         #: tag -> its slots, ascending
         self.tags: dict[str, array[int]] = {}
         #: int8 codes and a scale per row (``quantized.py``; float32 rows, no residual with
@@ -487,15 +488,13 @@ class HotTable:
         """Live slots of one session, ascending."""
         return slotsets.slots(self.by_session.get(self.session_code.get(session_id, 0)))
 
-    def session_order(self, session_id: str) -> tuple[list[tuple[int, str]], list[int]]:
-        """A session's live rows ordered by (ts, id): their keys and slots (cached until one of
-        the session's rows is written)."""
+    def session_order(self, session_id: str) -> SessionOrder:
+        """A session's live rows ordered by (ts, id) (``sessions.py``: ids read only where
+        timestamps tie), cached until one of the session's rows is written."""
         code = self.session_code.get(session_id, 0)
         got = self._session_order.get(code)
         if got is None:
-            slots = self.by_session.get(code) or ()
-            pairs = sorted(((int(self.ts[s]), str(self.ids[s])), s) for s in slots)
-            got = ([k for k, _ in pairs], [s for _, s in pairs])
+            got = order_of(slotsets.slots(self.by_session.get(code)), self.ts, self.ids.__getitem__)
             if code:
                 if len(self._session_order) >= SESSION_ORDERS_CACHED:
                     self._session_order.clear()

@@ -7,7 +7,6 @@ vectors so candidates get cosines and MMR without a second read. Filters are the
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -252,19 +251,20 @@ def session_neighbours(
         sid = seed.get("session_id")
         if not sid:
             continue
-        keys, slots = t.session_order(str(sid))
-        if not keys:
+        order = t.session_order(str(sid))
+        if not order.slots:
             continue
-        key = (int(seed.get("ts") or 0), str(seed.get("id")))
-        i = bisect_left(keys, key)
-        j = i - 1  # the nearest visible row below the seed's key
-        while j >= 0 and key[0] - keys[j][0] <= window_ms:
+        ts, slots = order.ts, order.slots
+        at = int(seed.get("ts") or 0)
+        i, same = order.place(at, str(seed.get("id")), t.ids.__getitem__)
+        j = i - 1  # the nearest visible row below the seed's (ts, id)
+        while j >= 0 and at - ts[j] <= window_ms:
             if slots[j] < n and mask[slots[j]]:
                 picked.add(slots[j])
                 break
             j -= 1
-        j = i + 1 if i < len(keys) and keys[i] == key else i  # and above it
-        while j < len(keys) and keys[j][0] - key[0] <= window_ms:
+        j = i + 1 if same else i  # and above it
+        while j < len(ts) and ts[j] - at <= window_ms:
             if slots[j] < n and mask[slots[j]]:
                 picked.add(slots[j])
                 break
