@@ -380,7 +380,10 @@ class _Run:
             batch = hasattr(emb, "embed_many") or hasattr(emb, "embed_documents")
             if words and words[1] and batch:  # the words the home lacks: in the query's call
                 got = await self.dl.run(
-                    "embed", lambda: vocab_stage.embed_with_words(emb, text, words[1])
+                    "embed",
+                    lambda: vocab_stage.embed_with_words(
+                        emb, text, words[1], getattr(self.ctx.vocab, "lacking", None)
+                    ),
                 )
                 if got is not None:
                     self.qvec, self.lacking = got

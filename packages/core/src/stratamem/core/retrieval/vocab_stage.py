@@ -20,6 +20,7 @@ from stratamem.core.retrieval import hot_tiers
 from stratamem.core.retrieval.candidates import unit
 from stratamem.core.storage.ownership import Scope
 from stratamem.core.vocab.expand import Expansion, expand, missing, params_of, query_words
+from stratamem.core.vocab.lacking import LackingVectors
 from stratamem.core.vocab.service import embed_with_query
 
 if TYPE_CHECKING:
@@ -59,12 +60,21 @@ async def query_words_of(run: _Run) -> tuple[list[str], list[str]] | None:
 
 
 async def embed_with_words(
-    embedder: Any, text: str, words: list[str]
+    embedder: Any, text: str, words: list[str], kept: LackingVectors | None = None
 ) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
     """The query's unit vector and the vectors of the ``words`` the home lacks, from one model
-    call (a batch of the wrong length fails the ``embed`` stage: the query is embedded alone)."""
-    vec, mat = await embed_with_query(embedder, text, words)
-    return unit(vec), dict(zip(words, mat, strict=True))
+    call (a batch of the wrong length fails the ``embed`` stage: the query is embedded alone).
+    Words in ``kept`` are not embedded again; with all of them there, no batch is made and the
+    query vector is None (the caller embeds the query alone)."""
+    known = kept.known(words) if kept is not None else {}
+    need = [w for w in words if w not in known]
+    if not need:
+        return None, known
+    vec, mat = await embed_with_query(embedder, text, need)
+    fresh = dict(zip(need, mat, strict=True))
+    if kept is not None:
+        kept.keep(fresh)
+    return unit(vec), {**known, **fresh}
 
 
 def expand_query(run: _Run, words: list[str]) -> None:

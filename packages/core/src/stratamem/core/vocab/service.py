@@ -17,6 +17,7 @@ import numpy as np
 
 from stratamem.core.telemetry import get_logger
 from stratamem.core.vocab.counts import Owner, owner_of
+from stratamem.core.vocab.lacking import LackingVectors
 from stratamem.core.vocab.store import WordStore
 
 T = TypeVar("T")
@@ -66,6 +67,8 @@ class VocabService:
         self._worker: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
+        #: vectors of query words the store lacks, kept between queries (vocab/lacking.py)
+        self.lacking = LackingVectors()
 
     @property
     def enabled(self) -> bool:
