@@ -34,6 +34,8 @@ class SlotFile:
         self._spill: Spill | None = None
         self._end = 0  # bytes up to the last record written
         self._lock = threading.Lock()
+        #: records read by ``read`` (one ``pread`` each), for tests and the bench
+        self.reads = 0
 
     def _file(self) -> Spill:
         spill = self._spill
@@ -67,6 +69,7 @@ class SlotFile:
         if spill is None or not w or not len(idx):
             return np.zeros((len(idx), w), dtype=np.uint8)
         fd = spill.fd
+        self.reads += len(idx)
         parts = [os.pread(fd, w, s * w) for s in idx.tolist()]
         data = b"".join(parts)
         if len(data) != len(idx) * w:  # a slot past the file's end: never written

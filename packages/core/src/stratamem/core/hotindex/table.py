@@ -508,11 +508,18 @@ class HotTable:
         return out
 
     def vector(
-        self, col: str, qvec: np.ndarray, mask: np.ndarray, limit: int
+        self,
+        col: str,
+        qvec: np.ndarray,
+        mask: np.ndarray,
+        limit: int,
+        keep: dict[int, np.ndarray] | None = None,
     ) -> list[tuple[int, float]]:
         """Top-``limit`` cosine among the slots passing ``mask``: an int8 scan (or the ANN graph's
         proposals), then its best ``RESCORE`` × ``limit`` rescored exactly with the float32 query
-        against the stored unit vectors (``quantized.py``), best first."""
+        against the stored unit vectors (``quantized.py``), best first. ``keep``: gets the unit
+        vector of each slot returned (``unit_vector``'s bytes: its rows are made without reading
+        the residuals again, ``hot_channels.full_rows``)."""
         mat = self.vecs[col]
         n = min(self.n, len(mat))
         if n == 0 or limit <= 0 or qvec.shape != (self.dim,):
@@ -549,10 +556,13 @@ class HotTable:
             )
             best = best[np.isfinite(approx[best])]
             slots = slots[best] if slots is not None else best
-        scores = self.unit_vectors(col, slots) @ qvec
+        unit = self.unit_vectors(col, slots)
+        scores = unit @ qvec
         k = min(limit, len(scores))
         top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
         top = top[np.argsort(-scores[top], kind="stable")]
+        if keep is not None:
+            keep.update(zip(slots[top].tolist(), unit[top], strict=True))
         return [(int(slots[t]), float(scores[t])) for t in top]
 
     def texts(self) -> list[str | None]:

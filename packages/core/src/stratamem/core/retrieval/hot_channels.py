@@ -24,35 +24,55 @@ Scored = list[tuple[dict[str, Any], float]]
 Row = dict[str, Any]
 
 
+#: per vector column, unit vectors a tier already made (slot -> vector: ``HotTable.vector``'s
+#: ``keep``): its rows take them instead of reading the residuals again
+Known = Mapping[str, Mapping[int, np.ndarray]]
+
+
 def rows_of(
-    t: HotTable, hits: Sequence[tuple[int, float]], memo: dict[int, Row] | None = None
+    t: HotTable,
+    hits: Sequence[tuple[int, float]],
+    memo: dict[int, Row] | None = None,
+    known: Known | None = None,
 ) -> Scored:
     """Rows of the hit slots; ``memo`` shares one read-only row per slot across a tier's channels."""
     if memo is None:
         memo = {}
     need = [slot for slot, _ in hits if slot not in memo]
     if need:
-        memo.update(zip(need, full_rows(t, need), strict=True))
+        memo.update(zip(need, full_rows(t, need, known), strict=True))
     return [(memo[slot], score) for slot, score in hits]
 
 
-def full_rows(t: HotTable, slots: Sequence[int]) -> list[Row]:
+def full_rows(t: HotTable, slots: Sequence[int], known: Known | None = None) -> list[Row]:
     """``t.full_row`` of each slot (distinct slots), the vector flags read once for all of them:
-    a row's two vector lookups were half the cost of making it (~80 rows a query)."""
+    a row's two vector lookups were half the cost of making it (~80 rows a query). A vector in
+    ``known`` is taken as it is (the same bytes: ``HotTable.vector``), the others are read."""
     rows = t.rows
     idx = np.asarray(slots, dtype=np.int64)
     cols = []
     for c in t.vec_cols:
         has = t.has[c][idx]
+        got = known.get(c) if known is not None else None
+        if got:  # the vectors a channel already made; the rest read in one pass
+            vecs = [got.get(s) if h else None for s, h in zip(slots, has.tolist(), strict=True)]
+            miss = [i for i, v in enumerate(vecs) if v is None and has[i]]
+            if miss:
+                for i, v in zip(miss, t.unit_vectors(c, idx[miss]), strict=True):
+                    vecs[i] = v
+            cols.append((c, vecs))
+            continue
         # the stored int8 rows as float32 unit vectors, one matrix (``HotTable.full_row``)
         mat = t.unit_vectors(c, idx[has])
         at = np.cumsum(has) - 1  # row i's place in ``mat`` when it has one
-        cols.append((c, mat, has.tolist(), at.tolist()))
+        cols.append(
+            (c, [mat[a] if h else None for h, a in zip(has.tolist(), at.tolist(), strict=True)])
+        )
     out: list[Row] = []
     for i, slot in enumerate(slots):
         row = rows[slot] or {}
-        for c, mat, has, at in cols:
-            row[c] = mat[at[i]] if has[i] else None
+        for c, vecs in cols:
+            row[c] = vecs[i]
         row["_unit_vectors"] = True
         out.append(row)
     return out

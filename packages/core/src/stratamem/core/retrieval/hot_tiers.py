@@ -99,6 +99,7 @@ def trace_channels(
     """Tier 2's six channels over the hot traces table and the pending rows."""
     lex_pending = [r for r in pending if flt.accepts(r)]
     memo: dict[int, Row] = {}  # one row per slot across the channels
+    known: dict[str, dict[int, np.ndarray]] = {}  # the vectors the vector channels made
     base = hc.trace_mask(t, flt) if t is not None else None
     masks: dict[bool, np.ndarray] = {}
 
@@ -113,12 +114,16 @@ def trace_channels(
         if qvec is None:
             return []
         m = vmask(with_tags)
-        hits = t.vector(column, qvec, m, vec_pool) if t is not None and m is not None else []
+        hits = (
+            t.vector(column, qvec, m, vec_pool, known.setdefault(column, {}))
+            if t is not None and m is not None
+            else []
+        )
         rows = [r for r in pending if flt.accepts(r, vector=True, with_tags=with_tags)]
         from_pending = ch.pending_vector(rows, column, qvec)
         if not from_pending and t is not None:  # the floor on slots: only the kept rows are made
-            return hc.rows_of(t, _floored(hits, min_sim, ratio, vec_pool), memo)
-        got = hc.rows_of(t, hits, memo) if t is not None else []
+            return hc.rows_of(t, _floored(hits, min_sim, ratio, vec_pool), memo, known)
+        got = hc.rows_of(t, hits, memo, known) if t is not None else []
         merged = ch.merge_scored(got, from_pending)
         return ch.floor_relative(merged, min_sim, ratio)[:vec_pool]
 
@@ -138,9 +143,9 @@ def trace_channels(
     if not lex_pend and t is not None:  # normalised and floored on slots, as merge_scored would
         top = max((sc for _s, sc in lex), default=0.0)
         normed = [(slot, sc / top if top > 0 else 0.0) for slot, sc in lex]
-        f_hits = hc.rows_of(t, _floored(normed, 0.0, 0.2, kw_pool), memo)
+        f_hits = hc.rows_of(t, _floored(normed, 0.0, 0.2, kw_pool), memo, known)
     else:
-        got = hc.rows_of(t, lex, memo) if t is not None else []
+        got = hc.rows_of(t, lex, memo, known) if t is not None else []
         f_hits = ch.floor_relative(ch.merge_scored(got, lex_pend, normalise=True), 0.0, 0.2)[
             :kw_pool
         ]
