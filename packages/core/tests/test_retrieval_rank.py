@@ -158,3 +158,27 @@ def test_guidance_is_deduplicated_and_capped_at_three_lines_each() -> None:
         {"guidance_json": json.dumps({"antiPattern": ["x", "Y"]})},
     ]
     assert collect_guidance(rows) == (["Use A", "B", "C"], ["X", "Y"])
+
+
+def test_a_session_penalty_leaves_room_for_other_sessions() -> None:
+    # evidence of a question about several occasions sits in several sessions, while the
+    # neighbour lift crowds the top of the list with one session's turns
+    def trace(rid: str, session: str, prior: float, axis: int) -> Candidate:
+        c = cand(rid, {"fts": (0, 1.0)}, v=vec(*np.eye(5)[axis]), row={"session_id": session})
+        c.prior = prior
+        return c
+
+    pool = [
+        trace("a1", "s1", 0.90, 0),
+        trace("a2", "s1", 0.88, 1),
+        trace("a3", "s1", 0.86, 2),
+        trace("b1", "s2", 0.84, 3),
+        trace("c1", "s3", 0.83, 4),
+    ]
+    plain = RankParams(limit=3, smart_seed=False)
+    assert ids(rank(pool, plain)) == ["a1", "a2", "a3"]
+    spread = RankParams(limit=3, smart_seed=False, session_penalty=0.06)
+    assert ids(rank(pool, spread)) == ["a1", "b1", "c1"]
+    # the first ``session_free`` chosen traces of a session do not count against it
+    one_free = RankParams(limit=3, smart_seed=False, session_penalty=0.06, session_free=1)
+    assert ids(rank(pool, one_free)) == ["a1", "a2", "b1"]

@@ -285,6 +285,14 @@ DEFAULTS: dict[str, Any] = {
         #: s: only words held by at most this share of the memories the caller may see are added
         #: (rare, informative; 0.02 let "flights", 3 of a persona's 272 memories, in, session 9)
         "expand_vocab_max_share": 0.01,
+        #: a trace's MMR pick gain falls by this per trace of its session already chosen (0: off).
+        #: LoCoMo, 0.06: multi-hop R@10 0.303 -> 0.324 (both halves gain) and the long-memory set
+        #: gains (R@10 0.914 -> 0.919), but hit@10 0.889 -> 0.882 (the confirm half 0.891 ->
+        #: 0.870, under its target) and single-hop 0.928 -> 0.914: off (bench/results/locomo.md,
+        #: session 10)
+        "session_diversity": 0.0,
+        #: the first this many chosen traces of a session do not count for ``session_diversity``
+        "session_diversity_free": 0,
     },
     "storage": {
         "fts_tokenizer": "trigram",

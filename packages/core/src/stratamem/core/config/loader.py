@@ -65,6 +65,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "retrieval.expand_vocab_min_query_cosine": (-1.0, 1.0),
     "retrieval.expand_vocab_weight": (0.0, 4.0),
     "retrieval.expand_vocab_max_share": (0.0, 1.0),
+    "retrieval.session_diversity": (0.0, 1.0),
+    "retrieval.session_diversity_free": (0, 100),
     "storage.ann_threshold_rows": (1, 10**10),
     "storage.cleanup_older_than_s": (0, 10**8),
     "storage.optimize_interval_s": (1, 10**8),

@@ -427,6 +427,8 @@ class _Run:
             multi_channel_bypass=bool(self.s("multi_channel_bypass")),
             min_trace_sim=self.min_sim,
             identifiers=self.cq.identifiers,
+            session_penalty=float(self.s("session_diversity")),
+            session_free=int(self.s("session_diversity_free")),
         )
         ranked = rank(cands, params)
         # one memory per episode: the trace or its roll-up, whichever scored higher (episode on ties)

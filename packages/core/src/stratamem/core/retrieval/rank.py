@@ -43,6 +43,10 @@ class RankParams:
     multi_channel_bypass: bool = True
     min_trace_sim: float = 0.25
     identifiers: tuple[str, ...] = ()
+    #: a trace's pick gain falls by this for each trace of its session already chosen past
+    #: ``session_free`` of them (0: off)
+    session_penalty: float = 0.0
+    session_free: int = 0
 
 
 @dataclass(slots=True)
@@ -238,10 +242,18 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
     def room(tier: int) -> bool:
         return per_tier.get(tier, 0) < int(p.tier_caps.get(tier, 0))
 
+    delta = p.session_penalty
+    sess, same = _sessions(remaining) if delta > 0 else (None, None)
+    free = float(p.session_free)
+
     def take(i: int) -> None:
         it = remaining[i]
         it.redundancy = float(red.best[i])
         it.score = lam * it.relevance - (1 - lam) * it.redundancy
+        if sess is not None and same is not None:
+            it.score -= delta * max(0.0, float(same[i]) - free)
+            if sess[i]:
+                same[sess == sess[i]] += 1
         chosen.append(it)
         left[i] = False
         red.chose(it)
@@ -269,9 +281,23 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
         if shut.all():
             break
         gain = lam_rel - mu * red.best
+        if same is not None:
+            gain -= delta * np.maximum(same - free, 0.0)
         gain[shut] = -np.inf
         take(int(np.argmax(gain)))
     return sorted(chosen, key=lambda it: (-it.score, -it.rrf))
+
+
+def _sessions(items: Sequence[Ranked]) -> tuple[np.ndarray, np.ndarray]:
+    """Each trace's session as a code (0: not a trace, or no session) and the chosen-per-session
+    counts, zero."""
+    codes: dict[str, int] = {}
+    out = np.zeros(len(items), dtype=np.int64)
+    for i, it in enumerate(items):
+        sid = it.cand.row.get("session_id") if it.cand.ref_kind == "trace" else None
+        if sid:
+            out[i] = codes.setdefault(str(sid), len(codes) + 1)
+    return out, np.zeros(len(items), dtype=np.float64)
 
 
 def rank(cands: Sequence[Candidate], p: RankParams) -> list[Ranked]:
