@@ -79,6 +79,7 @@ class EngineServices:
             embed=self.embed_words if embedder is not None else None,
             run_cpu=self.run_cpu,
             lance=store,
+            model=str(getattr(embedder, "model", "") or ""),
         )
         self.journal.after_store.append(self.vocab.on_applied)
         #: set once the core is shut down; every public call then raises ``already_shut_down``

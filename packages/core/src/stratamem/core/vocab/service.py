@@ -45,9 +45,12 @@ class VocabService:
         embed: Callable[[list[str]], np.ndarray] | None,
         run_cpu: Callable[[Callable[[], Any]], Awaitable[Any]],
         lance: Any,
+        model: str = "",
     ) -> None:
         self.folder = folder
         self.dim = dim
+        #: the embedder's model name: a store of another model's vectors is embedded again
+        self.model = model
         self.cfg = retrieval
         self.embed = embed
         self.run_cpu = run_cpu
@@ -90,7 +93,7 @@ class VocabService:
     def _load(self) -> WordStore:
         t0 = time.perf_counter()
         fresh = not (self.folder / "words.txt").exists() and not WordStore.exists(self.folder)
-        st = WordStore.load(self.folder, self.dim, self.m)
+        st = WordStore.load(self.folder, self.dim, self.m, self.model)
         if fresh:  # a new home is complete from its first memory; an older one needs a build
             st.complete = self._new_home
         if (self.folder / _STALE).exists():

@@ -43,10 +43,12 @@ _FORMAT = 2
 class WordStore:
     """Words, int8 vectors, neighbour lists and token counts; ``folder`` None keeps it in memory."""
 
-    def __init__(self, folder: Path | None, dim: int, m: int = 8) -> None:
+    def __init__(self, folder: Path | None, dim: int, m: int = 8, model: str = "") -> None:
         self.folder = folder
         self.dim = dim
         self.m = m
+        #: the embedding model the word vectors come from ("": not recorded)
+        self.model = model
         self.lock = threading.RLock()
         self.words: list[str] = []
         #: each word's index token (its stem: stemming a cold word costs more than the lookup)
@@ -256,6 +258,7 @@ class WordStore:
                     meta=np.array(
                         [n, self.memories, int(self.complete), self.dim, self.m, _FORMAT]
                     ),
+                    model=np.array([self.model], dtype=np.str_),
                 )
             os.replace(tmp, self.folder / _STATE)
             self._dirty = False
@@ -265,10 +268,18 @@ class WordStore:
         return (folder / _STATE).exists()
 
     @classmethod
-    def load(cls, folder: Path, dim: int, m: int = 8) -> WordStore:
+    def load(cls, folder: Path, dim: int, m: int = 8, model: str = "") -> WordStore:
         """The store in ``folder`` (empty and complete when there is none). Words appended after
-        the last save get their lists now; a torn append is cut back to whole records."""
-        store = cls(folder, dim, m)
+        the last save get their lists now; a torn append is cut back to whole records. A store
+        whose vectors come from another model or dimension (the home was re-embedded) is
+        dropped and left incomplete: its words are embedded again by a build."""
+        store = cls(folder, dim, m, model)
+        if _other_model(folder, dim, model):
+            for name in ("words.txt", "vectors.i8", "scales.f4", _STATE):
+                (folder / name).unlink(missing_ok=True)
+            store.complete = False
+            store._dirty = True
+            return store
         if not (folder / "words.txt").exists():
             return store
         lines = (folder / "words.txt").read_text(encoding="utf-8").splitlines()
@@ -309,6 +320,19 @@ class WordStore:
             store._link(np.arange(linked, n))
             store._dirty = True
         return store
+
+
+def _other_model(folder: Path, dim: int, model: str) -> bool:
+    """Whether the saved store's vectors come from another dimension or (both recorded) another
+    model than the embedder's: word cosines with the query would then be noise, and vectors of
+    another width would be cut into the wrong rows."""
+    state = folder / _STATE
+    if not state.exists():
+        return False
+    with np.load(state) as z:
+        meta = z["meta"].tolist()
+        saved = str(z["model"][0]) if "model" in z.files and len(z["model"]) else ""
+    return int(meta[3]) != dim or bool(model and saved and saved != model)
 
 
 def _load_counts(counts: OwnerCounts, z: Any) -> None:
