@@ -8,8 +8,9 @@ takes as long as the test wants (no timing luck):
 - a recall carrying the host's deadline returns by it, with the core's safe cut-off, instead of
   waiting for the hand-over (up to the 60 s start budget); the hand-over goes on and later calls
   reach the new owner;
-- a ``turn_end`` without a turn key whose answer was lost with its owner (the owner had journaled
-  it) is resent and answered with the first acknowledgement, not stored twice;
+- a ``turn_end`` (or a sub-agent's outcome) without a turn key whose answer was lost with its owner
+  (the owner had journaled it) is resent and answered with the first acknowledgement, not stored
+  twice;
 - a read still in flight when the owner leaves cleanly is resent to the new owner (a guard: its
   drain ends such a call with a bare ``unavailable``, "Cancelling all calls", which the client
   already resent; it passes on the old code too).
@@ -33,7 +34,14 @@ import pytest
 from failover_support import HOLDER, OWNER, STEP_S, Proc, owner_leaves
 from stub_server import StubAnswer, StubOpenAIServer
 
-from stratamem.contract.dtos import ListQuery, Namespace, RetrievalQuery, TurnInput, TurnResult
+from stratamem.contract.dtos import (
+    ListQuery,
+    Namespace,
+    RetrievalQuery,
+    SubagentOutcome,
+    TurnInput,
+    TurnResult,
+)
 from stratamem.contract.hostkit.client import (
     connect_blocking,
     live_socket,
@@ -237,10 +245,24 @@ async def _through_proxy(tmp_path: Path, home: Path) -> AsyncIterator[tuple[Any,
         yield core, proxy
 
 
+def _subagent(text: str) -> SubagentOutcome:
+    return SubagentOutcome(
+        agent="hermes", session_id="handover-s", task=text, result="done", namespace=NS
+    )
+
+
+@pytest.mark.parametrize("call", ["turn_end", "record_subagent_outcome"])
 @pytest.mark.parametrize("how", ["clean", "sigkill"])
 async def test_a_keyless_turn_end_resent_after_its_owner_left_is_stored_once(
-    tmp_path: Path, how: str
+    tmp_path: Path, how: str, call: str
 ) -> None:
+    """A sub-agent's outcome is a turn of its parent session: it is keyed and resent the same way."""
+
+    def send(core: Any, text: str) -> Any:
+        if call == "turn_end":
+            return core.turn_end(_turn(text))
+        return core.record_subagent_outcome(_subagent(text))
+
     home = tmp_path / "home"
     owner = await Proc.start(tmp_path, "owner", OWNER, str(home))
     try:
@@ -251,7 +273,7 @@ async def test_a_keyless_turn_end_resent_after_its_owner_left_is_stored_once(
             assert twice[0].trace_id != twice[1].trace_id
             proxy.lose_answers = True
             text = "fact: the heron count is 7"
-            sent = asyncio.create_task(core.turn_end(_turn(text)))
+            sent = asyncio.create_task(send(core, text))
             end = time.monotonic() + STEP_S
             while not await asyncio.to_thread(_journaled, home, text):
                 assert time.monotonic() < end and not sent.done(), "the owner never journaled it"
@@ -262,7 +284,7 @@ async def test_a_keyless_turn_end_resent_after_its_owner_left_is_stored_once(
             listed = await asyncio.wait_for(core.list_traces(ListQuery(namespace=NS)), STEP_S)
     finally:
         owner.kill()
-    herons = [t.id for t in listed if t.user_text == text]
+    herons = [t.id for t in listed if text in (t.user_text or "")]
     assert herons == [ack.trace_id]
     assert sorted(t.id for t in listed if "wren" in t.user_text) == sorted(
         a.trace_id for a in twice

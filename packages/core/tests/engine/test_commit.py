@@ -76,6 +76,24 @@ async def test_a_subagent_outcome_is_a_turn_with_a_subagent_call(svc: EngineServ
     commit.record_tool_outcome(svc, ToolOutcome(session_id="s", tool="grep", success=True))
 
 
+async def test_a_keyed_subagent_outcome_sent_again_is_stored_once(svc: EngineServices) -> None:
+    def outcome(result: str) -> SubagentOutcome:
+        return SubagentOutcome(
+            agent="hermes", session_id="s", task="summarise", result=result, turn_key="sub-1"
+        )
+
+    first = await commit.turn_end(svc, commit.subagent_turn(svc, outcome("3 pages")), ALICE)
+    again = await commit.turn_end(svc, commit.subagent_turn(svc, outcome("3 pages")), ALICE)
+    assert again == first
+    with pytest.raises(StratamemError) as err:  # the key with other content: a typed conflict
+        await commit.turn_end(svc, commit.subagent_turn(svc, outcome("4 pages")), ALICE)
+    assert err.value.code == "conflict"
+    keyed = svc.db.call(
+        lambda c: c.execute("SELECT COUNT(*) FROM journal WHERE turn_key='sub-1'").fetchone()[0]
+    )
+    assert keyed == 1
+
+
 def _count_commits(svc: EngineServices) -> list[str]:
     """The SQL statements the core's real connection runs (sqlite3's own trace hook)."""
     seen: list[str] = []

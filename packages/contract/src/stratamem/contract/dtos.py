@@ -423,6 +423,7 @@ class SubagentOutcome:
     error: str | None = None
     ts: int | None = None
     meta: dict[str, JsonValue] = field(default_factory=dict)
+    turn_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -251,6 +251,9 @@ class RemoteCore(ReconnectingClient):
         await self._call("RecordToolOutcome", codec.to_proto(outcome))
 
     async def record_subagent_outcome(self, outcome: SubagentOutcome) -> TurnEndAck:
+        """Keyed before its first send, as :meth:`turn_end`: it is a turn of the parent session."""
+        if outcome.turn_key is None:
+            outcome = replace(outcome, turn_key=f"{AUTO_TURN_KEY_PREFIX}{uuid.uuid4().hex}")
         resp = await self._call("RecordSubagentOutcome", codec.to_proto(outcome))
         return codec.decode(resp, TurnEndAck)
 

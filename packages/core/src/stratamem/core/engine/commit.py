@@ -353,6 +353,7 @@ def subagent_turn(svc: EngineServices, outcome: SubagentOutcome) -> TurnResult:
         namespace=outcome.namespace,
         tool_calls=(*outcome.tool_calls, call),
         user_text=None if outcome.episode_id else f"Subagent task: {outcome.task}",
+        turn_key=outcome.turn_key,
     )
 
 
