@@ -67,18 +67,23 @@ def smaps_regions(path: str = "/proc/self/smaps") -> dict[str, float]:
     return res
 
 
-def malloc_mb() -> dict[str, float]:
+def malloc_mb() -> dict[str, Any]:
     """glibc malloc: bytes in use in the arenas, in its own mappings (``mmapped``), and free
     space kept in the arenas (``free``: fragmentation when it grows), in MB."""
     info = allocator.mallinfo2()
     if info is None:
         return {}
+    arenas = allocator.malloc_arenas() or []
     return {
         "in_use": round(info["uordblks"] / _MB, 2),
         "mmapped": round(info["hblkhd"] / _MB, 2),
         "n_mmapped": info["hblks"],
         "free": round(info["fordblks"] / _MB, 2),
         "arena_total": round(info["arena"] / _MB, 2),
+        "n_free_chunks": info["ordblks"],
+        # glibc's arenas (the main one first): how many, and each one's span in MB
+        "n_arenas": len(arenas),
+        "arena_sizes": [round(a["size"] / _MB, 1) for a in arenas],
     }
 
 

@@ -253,6 +253,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LANCEDB_LOG", "error")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = parse(argv)
+    # the engine's malloc arena cap before pyarrow's and LanceDB's imports make arenas (the
+    # `stratamem` command does the same: storage/allocator.py ``prepare_process``)
+    from stratamem.core.config.defaults import DEFAULTS
+    from stratamem.core.config.loader import overrides_to_tree
+    from stratamem.core.storage import allocator
+
+    given = overrides_to_tree(config_overrides(args)).get("storage", {})
+    allocator.prepare_process({**DEFAULTS["storage"], **given})
     t0 = time.perf_counter()
     res = asyncio.run(run(args))
     res["wall_s"] = round(time.perf_counter() - t0, 1)

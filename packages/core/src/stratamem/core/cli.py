@@ -108,6 +108,26 @@ def _console_logging() -> None:
     )
 
 
+def _prepare_allocator(args: argparse.Namespace) -> None:
+    """Cap glibc's malloc arenas before anything of the engine starts a thread: importing pyarrow
+    and LanceDB already makes arenas that later threads are spread over (storage/allocator.py
+    ``prepare_process``). The home's config file may set the cap; one that cannot be read leaves
+    the defaults (the command reports it)."""
+    from stratamem.core.config.defaults import DEFAULTS
+    from stratamem.core.storage import allocator
+
+    storage = dict(DEFAULTS["storage"])
+    try:
+        from stratamem.core.config.loader import CONFIG_FILE, read_user_config
+        from stratamem.core.home import resolve_home
+
+        user = read_user_config(resolve_home(getattr(args, "home", None)) / CONFIG_FILE)
+        storage.update(user.get("storage") or {})
+    except Exception:  # the command itself reports a bad home or config
+        pass
+    allocator.prepare_process(storage)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given == ["--version"]:  # answered before plugins load (the parser says the same)
@@ -122,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help(sys.stderr)
         return 2
+    _prepare_allocator(args)
     if getattr(run, "reads_home", False) and not args.create:
         from stratamem.core.commands.common import missing_home_message
 

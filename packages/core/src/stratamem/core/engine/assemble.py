@@ -11,6 +11,7 @@ from typing import Any
 
 from stratamem.contract.errors import StratamemError
 from stratamem.core.config import ensure_config_file, load_config
+from stratamem.core.config.defaults import DEFAULTS
 from stratamem.core.config.loader import (
     CONFIG_FILE,
     deep_merge,
@@ -20,6 +21,7 @@ from stratamem.core.config.loader import (
 from stratamem.core.home import prepare_home, resolve_home
 from stratamem.core.local import LocalCore
 from stratamem.core.plugins import announce_core_started, attach_event_observers
+from stratamem.core.storage import allocator
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.lock import HomeLock
 from stratamem.core.storage.sqlite import Database
@@ -63,6 +65,11 @@ async def open_local_core(
     """Like ``open_core`` without the context manager (the caller must ``shutdown()``)."""
     from stratamem.core.learning.mode import resolve_mode
 
+    # before the executor's and the embedder's threads make their own malloc arenas (the home's
+    # config file is read on one of them: the defaults and the overrides given here apply)
+    allocator.prepare_process(
+        {**DEFAULTS["storage"], **overrides_to_tree(config_overrides).get("storage", {})}
+    )
     path = resolve_home(home, host=host)
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, prepare_home, path)

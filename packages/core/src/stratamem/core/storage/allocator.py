@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import re
 import sys
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -89,6 +91,27 @@ def set_mmap_threshold(n_bytes: int) -> bool:
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, int(n_bytes)))
 
 
+def prepare_process(storage: Mapping[str, Any] | None = None) -> bool:
+    """Apply ``storage.malloc_arena_max`` and ``storage.malloc_mmap_threshold_kb`` (the defaults
+    table's values unless ``storage`` gives them) before the engine's threads allocate.
+
+    glibc gives a thread an arena at its first ``malloc`` and the thread keeps it; arenas made
+    before the cap stay in the pool later threads are spread over (and glibc keeps the first cap
+    it applies). ``import pyarrow`` (jemalloc's purge thread) and ``import lancedb`` each make
+    one, the start-up executor and the embedder's tokenizer threads more: five arenas in the soak
+    with the cap applied at the store's open (soak-session10.md). So the
+    ``stratamem`` command and the bench call this before importing either, and
+    ``open_local_core`` before its threads start (a host that imported them first keeps theirs).
+    Idempotent; the store's open applies the home's values again."""
+    if storage is None:
+        from stratamem.core.config.defaults import DEFAULTS
+
+        storage = DEFAULTS["storage"]
+    capped = limit_malloc_arenas(int(storage["malloc_arena_max"]))
+    set_mmap_threshold(int(storage["malloc_mmap_threshold_kb"]) * 1024)
+    return capped
+
+
 _trims = 0
 
 
@@ -135,3 +158,53 @@ def mallinfo2() -> dict[str, int] | None:
     fn.restype = _MallInfo2
     info = fn()
     return {name: int(getattr(info, name)) for name in _MALLINFO2_FIELDS}
+
+
+def _malloc_info() -> str | None:
+    """glibc ``malloc_info(0, …)``'s XML, or None off glibc."""
+    libc = _libc()
+    if libc is None or not hasattr(libc, "open_memstream"):
+        return None
+    libc.open_memstream.restype = ctypes.c_void_p
+    libc.open_memstream.argtypes = [
+        ctypes.POINTER(ctypes.c_char_p),
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    libc.free.argtypes = [ctypes.c_void_p]
+    buf, size = ctypes.c_char_p(), ctypes.c_size_t()
+    stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+    if not stream:
+        return None
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    try:
+        return ctypes.string_at(buf, size.value).decode(errors="replace")
+    finally:
+        libc.free(ctypes.cast(buf, ctypes.c_void_p))
+
+
+_HEAP = re.compile(r'<heap nr="(\d+)">(.*?)</heap>', re.S)
+_REST = re.compile(r'<total type="rest" count="(\d+)" size="(\d+)"/>')
+_CURRENT = re.compile(r'<system type="current" size="(\d+)"/>')
+
+
+def malloc_arenas() -> list[dict[str, int]] | None:
+    """glibc's arenas, one dict each: ``size`` (bytes the arena spans), ``free`` (bytes in its
+    free chunks) and ``free_chunks``; None off glibc. The first is the main arena."""
+    text = _malloc_info()
+    if text is None:
+        return None
+    out = []
+    for m in _HEAP.finditer(text):
+        body = m.group(2)
+        rest, cur = _REST.search(body), _CURRENT.search(body)
+        out.append(
+            {
+                "size": int(cur.group(1)) if cur else 0,
+                "free": int(rest.group(2)) if rest else 0,
+                "free_chunks": int(rest.group(1)) if rest else 0,
+            }
+        )
+    return out
