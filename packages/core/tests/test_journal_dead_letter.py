@@ -142,6 +142,29 @@ async def test_applied_entries_are_pruned_and_turn_keys_outlive_them(tmp_path: P
         assert len(await core.list_traces(ListQuery(namespace=NS, limit=50))) == 1
 
 
+async def test_turn_keys_are_forgotten_after_their_own_retention(tmp_path: Path) -> None:
+    """The compact index keeps a window of turns (``turn_key_retention_s``), not every turn."""
+    cfg = {
+        "journal__retention_s": 0,
+        "journal__prune_interval_s": 0.05,
+        "journal__turn_key_retention_s": 1,
+    }
+    async with open_core(tmp_path, embedding__provider="none", **cfg) as core:
+        await _turn(core, 1, key="k-1")
+        await _turn(core, 2, key="k-2")
+        await core.flush(timeout_s=30)
+
+        def left() -> int:
+            rows = core.db.query("SELECT count(*) FROM journal")[0][0]
+            return int(rows) + int(core.db.query("SELECT count(*) FROM turn_keys")[0][0])
+
+        await _until(lambda: left() == 0)
+        # past the window a resent key is a new turn: it is stored, never lost
+        await _turn(core, 1, key="k-1")
+        await core.flush(timeout_s=30)
+        assert len(await core.list_traces(ListQuery(namespace=NS, limit=50))) == 3
+
+
 def test_cli_lists_and_discards_set_aside_entries_and_doctor_counts_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

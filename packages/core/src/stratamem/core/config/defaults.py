@@ -386,6 +386,9 @@ DEFAULTS: dict[str, Any] = {
         "max_attempts": 6,
         #: applied entries are deleted after retention_s (turn keys stay in a compact index)
         "retention_s": 86400,
+        #: a pruned entry's turn key still answers a resend for this long, then its compact index
+        #: row goes too, so the index holds a window of turns, not every turn ever (0 = forever)
+        "turn_key_retention_s": 30 * 86400,
         "prune_interval_s": 300.0,
         #: start-up replays unapplied entries this many at a time
         "replay_page": 1000,

@@ -43,7 +43,8 @@ class JournalWriter:
     (``retry_backoff_ms`` doubling up to ``retry_backoff_max_ms``); after ``max_attempts`` it is
     set aside (a dead letter keeping its attempts and last error) and later entries go on.
     Readers never wait for an entry that is failing. Applied entries are pruned after
-    ``retention_s``; their turn keys live on in the compact ``turn_keys`` index. Start-up replays
+    ``retention_s``; their turn keys live on in the compact ``turn_keys`` index for
+    ``turn_key_retention_s``. Start-up replays
     in pages of ``replay_page`` entries.
     """
 
@@ -273,8 +274,9 @@ class JournalWriter:
         return max(0.01, min(due) - now)
 
     async def _housekeeping(self) -> None:
-        """Every ``prune_interval_s``: prune applied entries past retention, pick up entries
-        requeued by another process (``stratamem journal retry``)."""
+        """Every ``prune_interval_s``: prune applied entries past retention and turn keys past
+        ``turn_key_retention_s``, pick up entries requeued by another process (``stratamem
+        journal retry``)."""
         now = time.monotonic()
         if now < self._next_housekeeping:
             return
@@ -286,8 +288,17 @@ class JournalWriter:
             pruned += n
             if n < 5000:
                 break
-        if pruned:
-            _log.info("journal.pruned", entries=pruned)
+        keys = 0
+        keep_keys_s = float(self.cfg["turn_key_retention_s"])
+        if keep_keys_s > 0:
+            keys_before = now_ms() - int(keep_keys_s * 1000)
+            while True:
+                n = int(await self._db(lambda: self.db.turn_keys_prune(keys_before)))
+                keys += n
+                if n < 5000:
+                    break
+        if pruned or keys:
+            _log.info("journal.pruned", entries=pruned, turn_keys=keys)
         async with self.write_lock:  # not while a delete forgets entries (they'd come back)
             requeued = not self._more_on_disk and await self._load_page(after_seq=0)
         if requeued:
