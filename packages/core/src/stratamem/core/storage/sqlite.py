@@ -389,11 +389,13 @@ class Database:
         """Forget turn keys first acknowledged before ``created_before`` (epoch ms) whose journal
         entries are gone; a resend after that is stored as a new turn."""
         return self.call(
-            lambda c: c.execute(
-                "DELETE FROM turn_keys WHERE (session_id, turn_key) IN (SELECT session_id,"
-                " turn_key FROM turn_keys WHERE created_at < ? LIMIT ?)",
-                (created_before, limit),
-            ).rowcount
+            lambda c: (
+                c.execute(
+                    "DELETE FROM turn_keys WHERE (session_id, turn_key) IN (SELECT session_id,"
+                    " turn_key FROM turn_keys WHERE created_at < ? LIMIT ?)",
+                    (created_before, limit),
+                ).rowcount
+            )
         )
 
     def journal_by_turn_key(self, session_id: str, turn_key: str) -> sqlite3.Row | None:
