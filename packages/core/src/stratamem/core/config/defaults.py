@@ -293,6 +293,10 @@ DEFAULTS: dict[str, Any] = {
         "session_diversity": 0.0,
         #: the first this many chosen traces of a session do not count for ``session_diversity``
         "session_diversity_free": 0,
+        #: which queries ``session_diversity`` spreads: "set_query" only those whose English shape
+        #: asks for a set ("What books has…", "How many times…", "Did Ann and Bob ever…";
+        #: retrieval/query_shape.py), "always" every query
+        "session_diversity_gate": "set_query",
     },
     "storage": {
         "fts_tokenizer": "trigram",

@@ -26,7 +26,7 @@ from stratamem.core.hotindex import ScopedHotTable
 from stratamem.core.hotindex.lexical import analyze
 from stratamem.core.ids import now_ms
 from stratamem.core.retrieval import hot_channels as hc
-from stratamem.core.retrieval import hot_tiers, lance_tiers, learned, vocab_stage
+from stratamem.core.retrieval import hot_tiers, lance_tiers, learned, query_shape, vocab_stage
 from stratamem.core.retrieval.candidates import (
     Candidate,
     Pool,
@@ -427,7 +427,11 @@ class _Run:
             multi_channel_bypass=bool(self.s("multi_channel_bypass")),
             min_trace_sim=self.min_sim,
             identifiers=self.cq.identifiers,
-            session_penalty=float(self.s("session_diversity")),
+            session_penalty=query_shape.session_penalty(
+                float(self.s("session_diversity")),
+                str(self.s("session_diversity_gate")),
+                self.cq.text,
+            ),
             session_free=int(self.s("session_diversity_free")),
         )
         ranked = rank(cands, params)
