@@ -182,3 +182,17 @@ def test_a_session_penalty_leaves_room_for_other_sessions() -> None:
     # the first ``session_free`` chosen traces of a session do not count against it
     one_free = RankParams(limit=3, smart_seed=False, session_penalty=0.06, session_free=1)
     assert ids(rank(pool, one_free)) == ["a1", "a2", "b1"]
+
+
+def test_the_session_penalty_picks_the_list_but_leaves_its_order_to_relevance() -> None:
+    # a second trace of a session chosen under the penalty still ranks by its own MMR score
+    # above a weaker trace of another session: the penalty decides membership, not order (the
+    # evidence the list's reader sees first stays the best supported)
+    def trace(rid: str, session: str, prior: float, axis: int) -> Candidate:
+        c = cand(rid, {"fts": (0, 1.0)}, v=vec(*np.eye(4)[axis]), row={"session_id": session})
+        c.prior = prior
+        return c
+
+    pool = [trace("a1", "s1", 0.90, 0), trace("a2", "s1", 0.88, 1), trace("b1", "s2", 0.80, 2)]
+    spread = RankParams(limit=3, smart_seed=False, session_penalty=0.06)
+    assert ids(rank(pool, spread)) == ["a1", "a2", "b1"]

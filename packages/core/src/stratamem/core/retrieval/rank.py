@@ -44,7 +44,8 @@ class RankParams:
     min_trace_sim: float = 0.25
     identifiers: tuple[str, ...] = ()
     #: a trace's pick gain falls by this for each trace of its session already chosen past
-    #: ``session_free`` of them (0: off)
+    #: ``session_free`` of them (0: off); it decides which traces make the list, not their
+    #: order in it (``Ranked.score`` leaves it out)
     session_penalty: float = 0.0
     session_free: int = 0
 
@@ -250,10 +251,8 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
         it = remaining[i]
         it.redundancy = float(red.best[i])
         it.score = lam * it.relevance - (1 - lam) * it.redundancy
-        if sess is not None and same is not None:
-            it.score -= delta * max(0.0, float(same[i]) - free)
-            if sess[i]:
-                same[sess == sess[i]] += 1
+        if sess is not None and same is not None and sess[i]:
+            same[sess == sess[i]] += 1
         chosen.append(it)
         left[i] = False
         red.chose(it)
