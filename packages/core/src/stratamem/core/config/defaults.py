@@ -297,6 +297,18 @@ DEFAULTS: dict[str, Any] = {
         #: asks for a set ("What books has…", "How many times…", "Did Ann and Bob ever…";
         #: retrieval/query_shape.py), "always" every query
         "session_diversity_gate": "set_query",
+        #: κ: in the final pick a memory gains this × the weight of the query's aspects it holds
+        #: that no memory picked before it holds (its BM25 tokens and each word the expansion
+        #: added, weighted by idf; retrieval/coverage.py): a set's second member ("spain") beats
+        #: the first one's second turn ("england" again). 0: off
+        "aspect_coverage": 0.0,
+        #: an aspect of the query's own words weighs this, one the expansion added its BM25 weight
+        #: (γ × cosine), before idf
+        "aspect_coverage_own": 1.0,
+        #: only the this many most relevant candidates gain from coverage
+        "aspect_coverage_top": 30,
+        #: a covered aspect keeps this share of its weight (0: xQuAD's covered; PM2-like above)
+        "aspect_coverage_decay": 0.0,
     },
     "storage": {
         "fts_tokenizer": "trigram",

@@ -25,8 +25,15 @@ from stratamem.contract.dtos import (
 from stratamem.core.hotindex import ScopedHotTable
 from stratamem.core.hotindex.lexical import analyze
 from stratamem.core.ids import now_ms
+from stratamem.core.retrieval import (
+    coverage,
+    hot_tiers,
+    lance_tiers,
+    learned,
+    query_shape,
+    vocab_stage,
+)
 from stratamem.core.retrieval import hot_channels as hc
-from stratamem.core.retrieval import hot_tiers, lance_tiers, learned, query_shape, vocab_stage
 from stratamem.core.retrieval.candidates import (
     Candidate,
     Pool,
@@ -433,6 +440,7 @@ class _Run:
                 self.cq.text,
             ),
             session_free=int(self.s("session_diversity_free")),
+            **coverage.pick_settings(self),
         )
         ranked = rank(cands, params)
         # one memory per episode: the trace or its roll-up, whichever scored higher (episode on ties)

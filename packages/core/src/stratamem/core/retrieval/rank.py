@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from stratamem.core.retrieval import coverage
 from stratamem.core.retrieval.candidates import Candidate, rows_matrix
 
 #: per-channel RRF weights (vector + BM25 carry the signal; substring patterns only help)
@@ -48,6 +49,13 @@ class RankParams:
     #: order in it (``Ranked.score`` leaves it out)
     session_penalty: float = 0.0
     session_free: int = 0
+    #: the query's aspects: a pick gains ``coverage_weight`` × the weight of the ones it adds
+    #: (retrieval/coverage.py; 0: off), among the first ``coverage_top`` candidates
+    aspects: coverage.Aspects | None = None
+    coverage_weight: float = 0.0
+    coverage_top: int = 30
+    coverage_decay: float = 0.0
+    covers: coverage.Covers | None = None
 
 
 @dataclass(slots=True)
@@ -246,11 +254,26 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
     delta = p.session_penalty
     sess, same = _sessions(remaining) if delta > 0 else (None, None)
     free = float(p.session_free)
+    cov = (
+        coverage.for_pick(
+            [it.cand for it in remaining],
+            p.aspects,
+            p.coverage_weight,
+            p.coverage_top,
+            p.covers,
+            p.coverage_decay,
+        )
+        if p.coverage_weight > 0
+        else None
+    )
 
     def take(i: int) -> None:
         it = remaining[i]
         it.redundancy = float(red.best[i])
         it.score = lam * it.relevance - (1 - lam) * it.redundancy
+        if cov is not None:
+            it.score += cov.gain(i)
+            cov.chose(i)
         if sess is not None and same is not None and sess[i]:
             same[sess == sess[i]] += 1
         chosen.append(it)
@@ -280,6 +303,8 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
         if shut.all():
             break
         gain = lam_rel - mu * red.best
+        if cov is not None:
+            gain += cov.gains()
         if same is not None:
             gain -= delta * np.maximum(same - free, 0.0)
         gain[shut] = -np.inf
