@@ -59,12 +59,12 @@ def test_the_pick_takes_the_member_the_list_lacks() -> None:
     spread = RankParams(limit=2, smart_seed=False, aspects=ASPECTS, coverage_weight=0.2)
     got = rank(pool, spread)
     assert _ids(got) == ["e1", "s1"]
-    # the gain counts in the final score: 0.7 × 0.80 + 0.2 × spain's half of the weight
-    assert got[1].score == pytest.approx(0.7 * 0.80 + 0.2 * 0.5)
+    # the gain picks the list, not its order (the score leaves it out, as the session penalty)
+    assert got[1].score == pytest.approx(0.7 * 0.80)
     # once spain is covered too, nothing is left to gain: the third pick is by relevance
     pool = [_trace(rid, text, prior, i) for i, (rid, text, prior) in enumerate(POOL)]
     three = RankParams(limit=3, smart_seed=False, aspects=ASPECTS, coverage_weight=0.2)
-    assert _ids(rank(pool, three)) == ["e1", "s1", "e2"]
+    assert _ids(rank(pool, three)) == ["e1", "e2", "s1"]
 
 
 def test_a_covered_aspect_keeps_its_decayed_share_and_the_reach_is_bounded() -> None:
@@ -148,6 +148,9 @@ async def test_postings_tell_the_same_coverage_as_the_texts(filled: Path) -> Non
         toks = ["england", "spain", "countri", "bread", "absent"]
         by_post = covers_by_postings(hot)(cands, toks)
         assert by_post.tolist() == covers_by_text(cands, toks).tolist()
+        # the rows the channels made give the slots without the id index: the same coverage
+        made = {slot: c.row for slot, c in enumerate(cands[:-1])}
+        assert covers_by_postings(hot, made)(cands, toks).tolist() == by_post.tolist()
         assert by_post[:, 0].sum() == 2 and by_post[:, 1].sum() == 2 and not by_post[:, 4].any()
     finally:
         await core.shutdown()

@@ -19,7 +19,7 @@ analyses it (the LanceDB path, pending rows): the same tokens either way.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,20 +94,31 @@ def covers_by_text(cands: Sequence[Candidate], tokens: Sequence[str]) -> np.ndar
     return out
 
 
-def covers_by_postings(table: object, fallback: Covers = covers_by_text) -> Covers:
+def covers_by_postings(
+    table: object,
+    rows: Mapping[int, Any] | None = None,
+    fallback: Covers = covers_by_text,
+) -> Covers:
     """Coverage from a hot table's postings for the traces it holds (their slots looked up in
-    each aspect's postings), ``fallback`` for the other candidates."""
+    each aspect's postings), ``fallback`` for the other candidates. ``rows``: slot -> the row
+    object a channel made for it (``TraceChannels.rows``), which is the candidate's own row: its
+    slot without the id index's lookup (that reads the row from disk to confirm a hash)."""
 
     def covers(cands: Sequence[Candidate], tokens: Sequence[str]) -> np.ndarray:
         slot_of = getattr(table, "slot_of", None)
         lex = getattr(table, "lex", None)
         if slot_of is None or lex is None:
             return fallback(cands, tokens)
+        made = {id(r): s for s, r in rows.items()} if rows else {}
         at: list[int] = []
         slots: list[int] = []
         other: list[int] = []
         for i, c in enumerate(cands):
-            s = slot_of.get(c.ref_id) if c.ref_kind == "trace" else None
+            s = None
+            if c.ref_kind == "trace":
+                s = made.get(id(c.row))
+                if s is None:
+                    s = slot_of.get(c.ref_id)
             if s is None:
                 other.append(i)
             else:
@@ -209,5 +220,5 @@ def pick_settings(run: _Run) -> dict[str, Any]:
         "coverage_weight": kappa,
         "coverage_top": int(run.s("aspect_coverage_top")),
         "coverage_decay": float(run.s("aspect_coverage_decay")),
-        "covers": covers_by_postings(hot) if hot is not None else None,
+        "covers": covers_by_postings(hot, run.hot_rows) if hot is not None else None,
     }

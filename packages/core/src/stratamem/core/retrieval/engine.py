@@ -149,6 +149,8 @@ class _Run:
         self.vocab_counts: Any = None
         self.expand_params: Any = None
         self.lacking: dict[str, np.ndarray] = {}
+        #: the hot traces' rows by slot (hot_tiers.TraceChannels.rows), for the coverage pick
+        self.hot_rows: Mapping[int, Any] | None = None
 
     def s(self, key: str) -> Any:
         got = self._settings.get(key, _MISSING)
@@ -245,6 +247,7 @@ class _Run:
             got = hot_tiers.trace_channels(
                 self.hot_table("traces"), cq, self.qvec, flt, pending, **opts
             )
+            self.hot_rows = got.rows
         else:
             got = await lance_tiers.trace_channels(
                 self.table("traces"),

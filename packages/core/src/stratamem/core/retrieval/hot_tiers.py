@@ -78,6 +78,9 @@ class TraceChannels:
     pattern: ch.Scored
     structural: ch.Scored
     exact_identifier: ch.Scored
+    #: slot -> the row made for it (the candidates' own row objects: their slots without an id
+    #: lookup, retrieval/coverage.py)
+    rows: Mapping[int, Row] | None = None
 
 
 def trace_channels(
@@ -184,4 +187,5 @@ def trace_channels(
         pattern=p_hits,
         structural=substring(cq.error_fragments, max(k, 10)),
         exact_identifier=substring(cq.identifiers, kw_pool),
+        rows=memo,
     )

@@ -50,7 +50,8 @@ class RankParams:
     session_penalty: float = 0.0
     session_free: int = 0
     #: the query's aspects: a pick gains ``coverage_weight`` × the weight of the ones it adds
-    #: (retrieval/coverage.py; 0: off), among the first ``coverage_top`` candidates
+    #: (retrieval/coverage.py; 0: off), among the first ``coverage_top`` candidates; like the
+    #: session penalty it decides which traces make the list, not their order in it
     aspects: coverage.Aspects | None = None
     coverage_weight: float = 0.0
     coverage_top: int = 30
@@ -272,7 +273,6 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
         it.redundancy = float(red.best[i])
         it.score = lam * it.relevance - (1 - lam) * it.redundancy
         if cov is not None:
-            it.score += cov.gain(i)
             cov.chose(i)
         if sess is not None and same is not None and sess[i]:
             same[sess == sess[i]] += 1
