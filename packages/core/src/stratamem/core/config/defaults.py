@@ -285,17 +285,19 @@ DEFAULTS: dict[str, Any] = {
         #: s: only words held by at most this share of the memories the caller may see are added
         #: (rare, informative; 0.02 let "flights", 3 of a persona's 272 memories, in, session 9)
         "expand_vocab_max_share": 0.01,
-        #: a trace's MMR pick gain falls by this per trace of its session already chosen (0: off).
-        #: LoCoMo, 0.06: multi-hop R@10 0.303 -> 0.324 (both halves gain) and the long-memory set
-        #: gains (R@10 0.914 -> 0.919), but hit@10 0.889 -> 0.882 (the confirm half 0.891 ->
-        #: 0.870, under its target) and single-hop 0.928 -> 0.914: off (bench/results/locomo.md,
-        #: session 10)
-        "session_diversity": 0.0,
+        #: a trace's MMR pick gain falls by this per trace of its session already chosen (0: off);
+        #: it decides which traces make the list, not their order. Applied to every query it cost
+        #: LoCoMo hit@10 (0.889 -> 0.882, the confirm half 0.870, session 10); gated on the
+        #: query's shape (below) at 0.06: multi-hop R@10 0.303 -> 0.338 (tune 25 -> 27 of 74,
+        #: confirm 18 -> 21 of 68), R@10 0.780 -> 0.784, hit@10 0.889 -> 0.888, MRR@10 0.617 =
+        #: 0.617, the long-memory set's R@10 0.914 -> 0.919 (bench/results/locomo.md, session 11)
+        "session_diversity": 0.06,
         #: the first this many chosen traces of a session do not count for ``session_diversity``
         "session_diversity_free": 0,
         #: which queries ``session_diversity`` spreads: "set_query" only those whose English shape
         #: asks for a set ("What books has…", "How many times…", "Did Ann and Bob ever…";
-        #: retrieval/query_shape.py), "always" every query
+        #: retrieval/query_shape.py: 64 % of LoCoMo's multi-hop questions, 10 % of its
+        #: single-hop ones), "always" every query
         "session_diversity_gate": "set_query",
         #: κ: in the final pick a memory gains this × the weight of the query's aspects it holds
         #: that no memory picked before it holds (its BM25 tokens and each word the expansion
