@@ -84,15 +84,14 @@ def attribute_bytes(obj: Any) -> dict[str, int]:
             out[f"{name} values"] = sum(_size(x, seen) for x in v.values())
         elif isinstance(v, np.ndarray | array | list | tuple):
             out[name] = _size(v, seen)
+        elif callable(getattr(v, "nbytes", None)):  # a compact store (``lexical/singles.py``)
+            out[name] = int(v.nbytes())
     return out
 
 
 def postings_shape(lex: Any) -> dict[str, int]:
     """Tokens held and how many have exactly one posting (``df`` of each token)."""
-    toks: set[str] = set()
-    for v in vars(lex).values():
-        if isinstance(v, dict) and v and isinstance(next(iter(v)), str):
-            toks.update(v)
+    toks: set[str] = set(lex.tokens())
     dfs = [lex.df(t) for t in toks]
     return {"tokens": sum(d > 0 for d in dfs), "one_posting": sum(d == 1 for d in dfs)}
 

@@ -6,7 +6,9 @@ the pruned BM25 top-k still equals the exhaustive scorer over such postings."""
 
 from __future__ import annotations
 
+import gc
 import random
+import tracemalloc
 from collections import Counter
 
 import numpy as np
@@ -15,6 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stratamem.core.hotindex.lexical import Lexical, analyze, scoring
+
+try:
+    from stratamem.core.hotindex.lexical import singles
+except ImportError:  # the code before the compact one-posting store
+    singles = None  # type: ignore[assignment]
 
 # few words, most of them rare: tokens keep crossing between one posting and two
 VOCAB = [f"q{i}z" for i in range(24)]
@@ -25,6 +32,8 @@ WEIGHTS = [1.0 / (i + 1) ** 1.5 for i in range(len(VOCAB))]
 def _prune_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scoring, "PRUNE_MIN_POSTINGS", 0)
     monkeypatch.setattr(scoring, "_BOUND_MIN_DF", 2)
+    if singles is not None:  # the one-posting store's table rebuilt nearly every add
+        monkeypatch.setattr(singles, "_MIN_SLOTS", 2)
 
 
 def _text(rng: random.Random) -> str:
@@ -94,6 +103,40 @@ def test_postings_read_back_through_adds_bulk_loads_rewrites_and_removals(seed: 
             for slot in rng.sample(sorted(docs), min(len(docs), rng.randrange(1, 4))):
                 lex.remove(slot, docs.pop(slot))
         _check(lex, docs, seen, rng)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_postings_read_back_when_every_token_shares_one_hash(seed: int) -> None:
+    """Tokens told apart by their bytes, not their hash: the same walk with every hash equal."""
+    assert singles is not None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(singles, "_hash", lambda tok: 7)
+        test_postings_read_back_through_adds_bulk_loads_rewrites_and_removals.hypothesis.inner_test(
+            seed
+        )
+
+
+def test_one_posting_tokens_cost_no_python_object_each() -> None:
+    """A table whose texts each bring a token no other text has (the soak's running numbers):
+    the postings' allocations per text, traced. The tokens held as a dict of strings to ints
+    cost 138 B a text here; the compact store 76 (soak-session11.md)."""
+    n = 20_000
+    texts = [f"alpha beta gamma {1_000_003 + 7 * i}" for i in range(n)]
+    for t in texts[:10]:
+        analyze(t)  # the analyser's caches warm before tracing
+    gc.collect()
+    tracemalloc.start()
+    try:
+        lex = Lexical()
+        for i, t in enumerate(texts):
+            lex.add(i, t)
+        gc.collect()
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert lex.df(str(1_000_003 + 7 * 123)) == 1 and lex.df("alpha") == n
+    assert held / n <= 100, f"{held / n:.1f} B a text"
 
 
 def _lists(lex: Lexical, tok: str) -> tuple[list[int], list[float]] | None:

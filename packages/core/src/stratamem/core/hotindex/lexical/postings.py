@@ -3,9 +3,10 @@ documents' lengths, and the cache of long postings' BM25 factor bounds that writ
 
 Most of a large table's tokens have one posting (a soak trace brings one token no other trace has:
 9,967 of 10,509 tokens at 10k traces). Such a token is held as one int packing its slot and term
-frequency, in one dict: ~105 B a token (key, entry, int) against ~285 B as two dict entries and
-two ``array`` objects (``bench/hot_bytes.py``). Its second posting moves it to the array form, and removals that bring it back
-to one posting pack it again.
+frequency, in compact arrays with no Python object per token (``singles.py``: ~30 B a token
+against ~180 B as a dict entry of its string and int, ~285 B as two ``array`` objects). Its
+second posting moves it to the array form, and removals that bring it back to one posting pack it
+again.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from stratamem.core.hotindex.lexical.analysis import analyze, analyze_many
 from stratamem.core.hotindex.lexical.bm25 import K1, B
+from stratamem.core.hotindex.lexical.singles import Singles
 
 _SLOT_BITS = 31
 _SLOT_MASK = (1 << _SLOT_BITS) - 1
@@ -42,8 +44,9 @@ class Postings:
         #: token -> its postings' slots (ascending) and term frequencies: tokens with two or more
         self._slots: dict[str, array[int]] = {}
         self._tfs: dict[str, array[float]] = {}
-        #: token -> its one posting, packed (``_pack``): tokens with exactly one
-        self._one: dict[str, int] = {}
+        #: token -> its one posting, packed (``_pack``): tokens with exactly one, without a
+        #: Python object each (``singles.py``)
+        self._one = Singles()
         self._len = array("f")
         self._total = 0.0
         self._docs = 0
@@ -64,9 +67,9 @@ class Postings:
         for tok, tf in Counter(toks).items():
             sl = self._slots.get(tok)
             if sl is None:
-                one = self._one.pop(tok, None)
+                one = self._one.pop(tok)
                 if one is None:
-                    self._one[tok] = _pack(slot, tf)
+                    self._one.put(tok, _pack(slot, tf))
                     self._raise_bound(tok, tf, dl)
                     continue
                 sl = self._slots[tok] = array("i")  # a second posting: the array form
@@ -127,9 +130,9 @@ class Postings:
             self._bound.pop(tok, None)  # recomputed from the postings on the next query
             sl = self._slots.get(tok)
             if sl is None:
-                one = self._one.pop(tok, None)
+                one = self._one.pop(tok)
                 if one is None and b - a == 1:
-                    self._one[tok] = _pack(int(slots[a]), float(tfs[a]))
+                    self._one.put(tok, _pack(int(slots[a]), float(tfs[a])))
                     continue
                 sl = self._slots[tok] = array("i")
                 self._tfs[tok] = array("f")
@@ -152,7 +155,7 @@ class Postings:
             if sl is None:
                 one = self._one.get(tok)
                 if one is not None and one & _SLOT_MASK == slot:
-                    del self._one[tok]
+                    self._one.pop(tok)
                     self._bound.pop(tok, None)
                 continue
             at = bisect.bisect_left(sl, slot)
@@ -161,7 +164,7 @@ class Postings:
             del sl[at]
             del self._tfs[tok][at]
             if len(sl) == 1:  # back to one posting: packed again (a cached bound stays valid)
-                self._one[tok] = _pack(sl[0], self._tfs[tok][0])
+                self._one.put(tok, _pack(sl[0], self._tfs[tok][0]))
                 del self._slots[tok], self._tfs[tok]
 
     # -- reads -------------------------------------------------------------------------------
@@ -186,7 +189,7 @@ class Postings:
         sl = self._slots.get(tok)
         if sl is not None:
             return len(sl)
-        return 1 if tok in self._one else 0
+        return 1 if self._one.has(tok) else 0
 
     def tokens(self) -> Iterator[str]:
         """Every token with a posting."""
@@ -195,8 +198,8 @@ class Postings:
 
     def nbytes(self) -> int:
         """Bytes held (``sys.getsizeof`` of the containers, keys, arrays and packed postings)."""
-        n = sys.getsizeof(self._slots) + sys.getsizeof(self._tfs) + sys.getsizeof(self._one)
+        n = sys.getsizeof(self._slots) + sys.getsizeof(self._tfs)
         n += sum(sys.getsizeof(k) + sys.getsizeof(a) for k, a in self._slots.items())
         n += sum(sys.getsizeof(a) for a in self._tfs.values())
-        n += sum(sys.getsizeof(k) + sys.getsizeof(p) for k, p in self._one.items())
+        n += self._one.nbytes()
         return n + sys.getsizeof(self._len)
