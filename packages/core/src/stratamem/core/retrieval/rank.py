@@ -138,7 +138,14 @@ _ACK = re.compile(
 _NORM = re.compile(r"[\W_]+", re.U)
 
 
-@lru_cache(maxsize=8192)
+#: ``_norm``'s entries: a query's candidates are normalised twice (``rank`` dedupes before and
+#: after the threshold) and a repeated query meets the same ones again; each entry keeps its own
+#: copy of the text (rows are read fresh from the side file), ~0.25 KB. 8,192 grew the soak's
+#: process ~2 MB until full at ~6k turns; this many fill within its warm-up (soak-session11.md)
+NORM_CACHE_ITEMS = 2048
+
+
+@lru_cache(maxsize=NORM_CACHE_ITEMS)
 def _norm(text: str) -> str:
     return _NORM.sub(" ", (text or "").lower()).strip()
 
