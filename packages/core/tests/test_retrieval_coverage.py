@@ -179,3 +179,13 @@ async def test_both_paths_pick_the_missing_member(filled: Path, hot: bool) -> No
     # which adds nothing the first lacks, gives way to it
     assert await search() == ["England", "We"]
     assert await search(retrieval__aspect_coverage=5.0) == ["England", "Spain"]
+
+
+def test_the_knobs_are_range_checked(tmp_path: Path) -> None:
+    from stratamem.core.config.loader import load_config
+
+    assert load_config(tmp_path, {"retrieval__aspect_coverage": 0.8})["retrieval"][
+        "aspect_coverage"
+    ] == pytest.approx(0.8)
+    with pytest.raises(Exception, match="aspect_coverage_decay"):
+        load_config(tmp_path, {"retrieval__aspect_coverage_decay": 2.0})

@@ -302,7 +302,10 @@ DEFAULTS: dict[str, Any] = {
         #: κ: in the final pick a memory gains this × the weight of the query's aspects it holds
         #: that no memory picked before it holds (its BM25 tokens and each word the expansion
         #: added, weighted by idf; retrieval/coverage.py): a set's second member ("spain") beats
-        #: the first one's second turn ("england" again). 0: off
+        #: the first one's second turn ("england" again). 0: off. It picks the list, not its
+        #: order. LoCoMo kept homes, κ 0.8: multi-hop 0.303 -> 0.310 (tune only); with
+        #: ``session_diversity`` 0.06 gated, confirm +1 and tune ±0; the long-memory set's 5-slot
+        #: R@5 0.843 -> 0.831: off (bench/results/locomo.md, session 11 mh2)
         "aspect_coverage": 0.0,
         #: an aspect of the query's own words weighs this, one the expansion added its BM25 weight
         #: (γ × cosine), before idf
