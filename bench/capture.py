@@ -109,7 +109,11 @@ async def _flush_per_turn(core: Any, stream: Any, ns: Any, turns: int = 150) -> 
 
 
 async def run_capture(
-    embedder: Any, paced_turns: int, burst_turns: int, seed: int
+    embedder: Any,
+    paced_turns: int,
+    burst_turns: int,
+    seed: int,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnResult
     from stratamem.core.engine.assemble import open_local_core
@@ -124,7 +128,7 @@ async def run_capture(
 
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-capture-") as tmp:
-        core = await open_local_core(Path(tmp) / "home", embedder=embedder)
+        core = await open_local_core(Path(tmp) / "home", embedder=embedder, **(overrides or {}))
         core.bus.add_observer(observe)
         bare = BareCommit(Path(tmp) / "bare.db")
         try:

@@ -86,8 +86,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="config override for the quality, LoCoMo and soak homes, e.g. storage__hot_index=false "
-        "(A/B a setting in one checkout); VALUE is JSON when it parses, else a string",
+        help="config override for the quality, LoCoMo, soak, scaling and capture homes, e.g. "
+        "storage__hot_index=false (A/B a setting in one checkout); VALUE is JSON when it parses, "
+        "else a string",
     )
     args = p.parse_args(argv)
     unknown = set(args.only.split(",")) - set(SECTIONS)
@@ -162,7 +163,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         _log("capture")
         res["capture"] = await run_capture(
-            load_embedder({}), size.capture_paced, size.capture_burst, args.seed
+            load_embedder({}),
+            size.capture_paced,
+            size.capture_burst,
+            args.seed,
+            config_overrides(args),
         )
     if "grpc" in only:
         from bench.grpc_overhead import run_grpc
