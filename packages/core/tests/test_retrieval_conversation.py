@@ -7,7 +7,9 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK, TurnResult
+from capture_support import ingest_sessions
+
+from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK
 from stratamem.core.engine.assemble import open_local_core
 
 NS = Namespace("chat", "ann-bob")
@@ -86,27 +88,7 @@ async def _top3(home: Path, keys: dict[str, str], **overrides: object) -> dict[s
 
 
 async def _ingest(home: Path) -> dict[str, str]:
-    """Every pair of turns through ``turn_end``; trace id -> "session.turn"."""
-    core = await open_local_core(home)
-    keys: dict[str, str] = {}
-    try:
-        for s, (when, turns) in enumerate(SESSIONS):
-            for i, (user, agent) in enumerate(turns):
-                ack = await core.turn_end(
-                    TurnResult(
-                        agent="chat",
-                        session_id=f"s{s}",
-                        agent_text=agent,
-                        user_text=user,
-                        ts=when,
-                        namespace=NS,
-                    )
-                )
-                keys[ack.trace_id] = f"{s}.{i}"
-        await core.flush(60)
-    finally:
-        await core.shutdown()
-    return keys
+    return await ingest_sessions(home, SESSIONS, NS)
 
 
 async def test_calibrated_fusion_finds_the_answer_turn_and_the_dated_memory(tmp_path: Path) -> None:

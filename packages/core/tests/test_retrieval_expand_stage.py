@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from capture_support import capture_texts
 
-from stratamem.contract.dtos import Namespace, TurnInput, TurnResult
+from stratamem.contract.dtos import Namespace, TurnInput
 from stratamem.core.engine.assemble import open_local_core
 
 NS = Namespace("chat", "ann")
@@ -69,18 +70,7 @@ async def test_a_failing_expansion_is_logged_and_the_recall_keeps_its_hits(
 ) -> None:
     core = await _core(tmp_path, storage__hot_index=hot)
     try:
-        for i, text in enumerate(TALK):
-            await core.turn_end(
-                TurnResult(
-                    agent="chat",
-                    session_id="s1",
-                    user_text=text,
-                    agent_text="Noted.",
-                    ts=T0 + i * 60_000,
-                    namespace=NS,
-                )
-            )
-        await core.flush(60)
+        await capture_texts(core, TALK, NS, T0)
         st = await core.services.vocab.store()
         assert "xbox" in st.index and "played" in st.index  # the expansion has words to widen
         with caplog.at_level(logging.WARNING, logger="stratamem"):

@@ -7,8 +7,9 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+from capture_support import ingest_sessions
 
-from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK, TurnResult
+from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK
 from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.retrieval.query_shape import asks_for_set, plural_noun, session_penalty
 
@@ -131,26 +132,7 @@ POINTED_Q = "How steep was the trail Ann hiked this morning?"
 
 
 async def _ingest(home: Path) -> dict[str, str]:
-    core = await open_local_core(home)
-    keys: dict[str, str] = {}
-    try:
-        for s, (when, turns) in enumerate(SESSIONS):
-            for i, (user, agent) in enumerate(turns):
-                ack = await core.turn_end(
-                    TurnResult(
-                        agent="chat",
-                        session_id=f"s{s}",
-                        agent_text=agent,
-                        user_text=user,
-                        ts=when,
-                        namespace=NS,
-                    )
-                )
-                keys[ack.trace_id] = f"{s}.{i}"
-        await core.flush(60)
-    finally:
-        await core.shutdown()
-    return keys
+    return await ingest_sessions(home, SESSIONS, NS)
 
 
 async def _top3(home: Path, keys: dict[str, str], **overrides: object) -> dict[str, list[str]]:

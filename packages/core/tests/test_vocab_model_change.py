@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from capture_support import capture_texts
 
-from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK, TurnResult
+from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK
 from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.vocab.store import WordStore
 
@@ -53,18 +54,7 @@ class Letters:
 async def _capture(home: Path, emb: Any) -> None:
     core = await open_local_core(home, embedder=emb)
     try:
-        for i, text in enumerate(TALK):
-            await core.turn_end(
-                TurnResult(
-                    agent="chat",
-                    session_id="s1",
-                    user_text=text,
-                    agent_text="Noted.",
-                    ts=T0 + i * 60_000,
-                    namespace=NS,
-                )
-            )
-        await core.flush(60)
+        await capture_texts(core, TALK, NS, T0)
     finally:
         await core.shutdown()
 
