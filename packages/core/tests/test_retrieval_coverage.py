@@ -23,6 +23,7 @@ from stratamem.core.retrieval.coverage import (
     covers_by_text,
     for_pick,
 )
+from stratamem.core.retrieval.query_shape import asks_for_set
 from stratamem.core.storage.ownership import Scope
 
 NS = Namespace("chat", "maria")
@@ -181,6 +182,35 @@ async def test_both_paths_pick_the_missing_member(filled: Path, hot: bool) -> No
     assert await search(retrieval__aspect_coverage=5.0) == ["England", "Spain"]
 
 
+#: one fact asked for (no rule of retrieval/query_shape.py fires): "country" is singular
+POINTED_Q = "Which country of Europe did Maria visit, England or Spain?"
+
+
+@pytest.mark.parametrize("hot", [True, False], ids=["hot", "lancedb"])
+async def test_the_gate_leaves_a_pointed_query_to_relevance(filled: Path, hot: bool) -> None:
+    assert not asks_for_set(POINTED_Q)
+
+    async def search(**overrides: Any) -> list[str]:
+        core = await open_local_core(
+            filled, embedding__provider="none", storage__hot_index=hot, **overrides
+        )
+        try:
+            res = await core.search(
+                RetrievalQuery(agent="chat", query=POINTED_Q, namespace=NS, top_k=TopK(0, 2, 0))
+            )
+        finally:
+            await core.shutdown()
+        return sorted(h.snippet.split(":", 1)[1].split()[0] for h in res.hits)
+
+    plain = await search()
+    assert plain == ["England", "We"]
+    # the default gate ("set_query"): a pointed query's pick stays by relevance
+    assert await search(retrieval__aspect_coverage=5.0) == plain
+    # ungated, coverage spreads it as it spreads a set query
+    spread = await search(retrieval__aspect_coverage=5.0, retrieval__aspect_coverage_gate="always")
+    assert spread == ["England", "Spain"]
+
+
 def test_the_knobs_are_range_checked(tmp_path: Path) -> None:
     from stratamem.core.config.loader import load_config
 
@@ -189,3 +219,12 @@ def test_the_knobs_are_range_checked(tmp_path: Path) -> None:
     ] == pytest.approx(0.8)
     with pytest.raises(Exception, match="aspect_coverage_decay"):
         load_config(tmp_path, {"retrieval__aspect_coverage_decay": 2.0})
+    assert load_config(tmp_path, {})["retrieval"]["aspect_coverage_gate"] == "set_query"
+    assert (
+        load_config(tmp_path, {"retrieval__aspect_coverage_gate": "always"})["retrieval"][
+            "aspect_coverage_gate"
+        ]
+        == "always"
+    )
+    with pytest.raises(Exception, match="aspect_coverage_gate"):
+        load_config(tmp_path, {"retrieval__aspect_coverage_gate": "sometimes"})

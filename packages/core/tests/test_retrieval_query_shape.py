@@ -11,7 +11,7 @@ from capture_support import ingest_sessions
 
 from stratamem.contract.dtos import Namespace, RetrievalQuery, TopK
 from stratamem.core.engine.assemble import open_local_core
-from stratamem.core.retrieval.query_shape import asks_for_set, plural_noun, session_penalty
+from stratamem.core.retrieval.query_shape import asks_for_set, gated, plural_noun
 
 SET_QUERIES = [
     "How many times did Ann move house?",  # 1: counting
@@ -83,11 +83,14 @@ def test_plural_nouns_by_their_form() -> None:
         assert not plural_noun(word), word
 
 
-def test_the_gate_passes_the_penalty_to_set_queries_only() -> None:
-    assert session_penalty(0.1, "set_query", "What books has Ann read?") == 0.1
-    assert session_penalty(0.1, "set_query", "What did Ann read?") == 0.0
-    assert session_penalty(0.1, "always", "What did Ann read?") == 0.1
-    assert session_penalty(0.0, "always", "What books has Ann read?") == 0.0
+def test_the_gate_passes_the_weight_to_set_queries_only() -> None:
+    def penalty(weight: float, gate: str, text: str) -> float:
+        return gated(weight, gate, asks_for_set(text))
+
+    assert penalty(0.1, "set_query", "What books has Ann read?") == 0.1
+    assert penalty(0.1, "set_query", "What did Ann read?") == 0.0
+    assert penalty(0.1, "always", "What did Ann read?") == 0.1
+    assert penalty(0.0, "always", "What books has Ann read?") == 0.0
 
 
 NS = Namespace("chat", "ann-bob")

@@ -314,6 +314,10 @@ DEFAULTS: dict[str, Any] = {
         "aspect_coverage_top": 30,
         #: a covered aspect keeps this share of its weight (0: xQuAD's covered; PM2-like above)
         "aspect_coverage_decay": 0.0,
+        #: which queries ``aspect_coverage`` applies to: "set_query" only those whose English
+        #: shape asks for a set (the classifier of ``session_diversity_gate``): their members
+        #: each hold another aspect, a pointed query wants its best match; "always" every query
+        "aspect_coverage_gate": "set_query",
     },
     "storage": {
         "fts_tokenizer": "trigram",

@@ -91,6 +91,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "retrieval.tag_filter": ("auto", "off", "strict"),
     "retrieval.trace_fusion": ("calibrated", "rrf"),
     "retrieval.session_diversity_gate": ("set_query", "always"),
+    "retrieval.aspect_coverage_gate": ("set_query", "always"),
     "retrieval.skill_injection_mode": ("summary", "full"),
     "session.follow_up_mode": ("merge_follow_ups", "episode_per_turn"),
     "capture.batch_mode": ("per_step", "per_episode", "auto"),

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stratamem.core.hotindex.lexical import analyze, query_tokens
+from stratamem.core.retrieval import query_shape
 from stratamem.core.retrieval.candidates import Candidate, search_text
 from stratamem.core.retrieval.hot_tiers import FTS_TERMS
 
@@ -197,11 +198,15 @@ def for_pick(
     return Coverage(cands, aspects, fn(cands[:top], aspects.tokens), kappa, fn, decay)
 
 
-def pick_settings(run: _Run) -> dict[str, Any]:
+def pick_settings(run: _Run, set_query: bool) -> dict[str, Any]:
     """``RankParams``' coverage fields for a retrieval: the query's BM25 tokens and the words its
     ``expand`` stage added, weighted by idf over the caller's memories (the word store's counts,
-    the same on both paths; uniform without them), and the hot index's postings as coverage."""
-    kappa = float(run.s("aspect_coverage"))
+    the same on both paths; uniform without them), and the hot index's postings as coverage.
+    Gated on the query's shape (``aspect_coverage_gate``, retrieval/query_shape.py; ``set_query``:
+    whether its text asks for a set): a pointed query keeps the pick by relevance."""
+    kappa = query_shape.gated(
+        float(run.s("aspect_coverage")), str(run.s("aspect_coverage_gate")), set_query
+    )
     if kappa <= 0:
         return {}
     own = query_tokens(run.cq.terms[:FTS_TERMS])

@@ -426,6 +426,7 @@ class _Run:
             pool.set_cosines(self.qvec)
             cands.extend(c for c in pool.items.values() if c.channels)
         lam = 0.85 if self.profile == "personal_fact" else float(self.s("mmr_lambda"))
+        set_query = query_shape.asks_for_set(self.cq.text)
         params = RankParams(
             limit=self.plan.limit,
             tier_caps={t: self.plan.caps[t] for t in self.plan.tiers},
@@ -437,13 +438,13 @@ class _Run:
             multi_channel_bypass=bool(self.s("multi_channel_bypass")),
             min_trace_sim=self.min_sim,
             identifiers=self.cq.identifiers,
-            session_penalty=query_shape.session_penalty(
+            session_penalty=query_shape.gated(
                 float(self.s("session_diversity")),
                 str(self.s("session_diversity_gate")),
-                self.cq.text,
+                set_query,
             ),
             session_free=int(self.s("session_diversity_free")),
-            **coverage.pick_settings(self),
+            **coverage.pick_settings(self, set_query),
         )
         ranked = rank(cands, params)
         # one memory per episode: the trace or its roll-up, whichever scored higher (episode on ties)

@@ -6,7 +6,10 @@ pointed one ("What did Bob research?", "When did Ann go to Rome?") has one answe
 its question's match in the same session. The final pick spreads over sessions
 (``retrieval.session_diversity``, retrieval/rank.py) only for the first kind when
 ``retrieval.session_diversity_gate`` is ``"set_query"``: spreading every query cost pointed
-questions the answer turn next to their match (bench/results/locomo.md, session 10).
+questions the answer turn next to their match (bench/results/locomo.md, session 10). The same
+holds for covering the query's aspects (``retrieval.aspect_coverage``, retrieval/coverage.py,
+gate ``retrieval.aspect_coverage_gate``): a set's members each hold a different aspect, a single
+fact is best served by the best match, whatever aspects its neighbours in the list add.
 
 The rules are English grammar, fixed before any measurement (bench/results/locomo.md, session 11),
 not read off a benchmark's questions. A query matching none of them (any other language
@@ -34,7 +37,8 @@ from __future__ import annotations
 
 import re
 
-#: ``retrieval.session_diversity_gate`` values: spread only set-asking queries, or every query
+#: ``retrieval.session_diversity_gate`` / ``aspect_coverage_gate`` values: spread only set-asking
+#: queries, or every query
 GATE_SET_QUERY = "set_query"
 GATE_ALWAYS = "always"
 GATES = (GATE_SET_QUERY, GATE_ALWAYS)
@@ -123,11 +127,12 @@ def asks_for_set(text: str) -> bool:
     )
 
 
-def session_penalty(delta: float, gate: str, text: str) -> float:
-    """The session-diversity penalty the final pick applies to this query: ``delta`` for every
-    query (gate ``"always"``) or only for one that asks for a set (gate ``"set_query"``)."""
-    if delta <= 0:
+def gated(weight: float, gate: str, set_query: bool) -> float:
+    """The weight a final-pick term (session penalty, aspect coverage) takes for this query:
+    ``weight`` for every query (gate ``"always"``) or only for one that asks for a set (gate
+    ``"set_query"``; ``set_query``: ``asks_for_set`` of its text, read once per retrieval)."""
+    if weight <= 0:
         return 0.0
-    if gate == GATE_ALWAYS or asks_for_set(text):
-        return delta
+    if gate == GATE_ALWAYS or set_query:
+        return weight
     return 0.0
