@@ -18,6 +18,18 @@ import pyarrow as pa
 from bench.longmem import FILLER_TOPICS, FOODS, LANGS, PLACES, PREFERENCES, SINGLE, UPDATES
 
 AGENT = "bench"
+
+
+def bench_turn(ns: Any, session_id: str, text: str, ts: int | None = None) -> Any:
+    """The bench agent's turn start for ``text`` (now, unless ``ts``): one shape for every timer."""
+    import time
+
+    from stratamem.contract.dtos import TurnInput
+
+    when = int(time.time() * 1000) if ts is None else ts
+    return TurnInput(agent=AGENT, session_id=session_id, user_text=text, ts=when, namespace=ns)
+
+
 BASE_TS = 1_735_000_000_000
 
 

@@ -31,9 +31,9 @@ async def hot_loop(
 ) -> dict[str, Any]:
     """search without the embed, then turn_start with it, alternately, for ``seconds`` (only the
     search with ``search_only``: the per-query fixed cost without the embedder's threads)."""
-    from bench.corpus import AGENT
+    from bench.corpus import AGENT, bench_turn
     from bench.scaling import scoped_tables, served_context
-    from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
+    from stratamem.contract.dtos import Namespace, RetrievalQuery
     from stratamem.core.retrieval.engine import retrieve
 
     ns = Namespace(agent_kind=AGENT)
@@ -51,13 +51,7 @@ async def hot_loop(
         n += 1
         if search_only:
             continue
-        turn = TurnInput(
-            agent=AGENT,
-            session_id=f"ft-{n}",
-            user_text=queries[i],
-            ts=int(time.time() * 1000),
-            namespace=ns,
-        )
+        turn = bench_turn(ns, f"ft-{n}", queries[i])
         await core.turn_start(turn)
     return {"iterations": n}
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from bench import metrics
-from bench.corpus import AGENT, SyntheticCorpus, load_store, query_texts
+from bench.corpus import AGENT, SyntheticCorpus, bench_turn, load_store, query_texts
 from bench.seed_design import SeedDesign
 from bench.stats import Samples, time_async, time_sync
 
@@ -123,7 +123,7 @@ async def _measure(
     label: str,
     seed: SeedDesign | None = None,
 ) -> dict[str, Any]:
-    from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
+    from stratamem.contract.dtos import Namespace, RetrievalQuery
     from stratamem.core.retrieval import channels as ch
     from stratamem.core.retrieval.engine import retrieve
     from stratamem.core.retrieval.filters import TraceFilter
@@ -207,13 +207,7 @@ async def _measure(
             samples.add("tier1_skills", res.tier_latency_ms.tier1)
             samples.add("tier2_traces", res.tier_latency_ms.tier2)
             samples.add("tier3_world_models", res.tier_latency_ms.tier3)
-        turn = TurnInput(
-            agent=AGENT,
-            session_id=f"{label}-t{i}",
-            user_text=text,
-            ts=int(time.time() * 1000),
-            namespace=ns,
-        )
+        turn = bench_turn(ns, f"{label}-t{i}", text)
         ms, res = await time_async(lambda t=turn: core.turn_start(t))
         if keep:
             samples.add("turn_start", ms)

@@ -85,9 +85,9 @@ async def main() -> None:
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from bench.corpus import AGENT, build_corpus, load_store, query_texts
+    from bench.corpus import AGENT, bench_turn, build_corpus, load_store, query_texts
     from bench.scaling import PRODUCTION_OVERRIDES, scoped_tables, served_context
-    from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
+    from stratamem.contract.dtos import Namespace, RetrievalQuery
     from stratamem.core.embedding import load_embedder
     from stratamem.core.engine.assemble import open_local_core
     from stratamem.core.retrieval.engine import retrieve
@@ -144,13 +144,7 @@ async def main() -> None:
                 h = hashlib.sha256()
                 items = []
                 for i in range(len(queries)):
-                    turn = TurnInput(
-                        agent=AGENT,
-                        session_id=f"tsd-{i}",
-                        user_text=queries[i],
-                        ts=int(time.time() * 1000),
-                        namespace=ns,
-                    )
+                    turn = bench_turn(ns, f"tsd-{i}", queries[i])
                     res = await core.turn_start(turn)
                     item = [(x.ref_id, round(float(x.score), 3)) for x in res.hits]
                     items.append(item)
@@ -182,13 +176,7 @@ async def main() -> None:
                 out["retrieval_cpu_p50_ms"] = round(statistics.median(cpu), 3)
                 ts = []
                 for i in range(len(queries)):
-                    turn = TurnInput(
-                        agent=AGENT,
-                        session_id=f"ts-{i}",
-                        user_text=queries[i],
-                        ts=int(time.time() * 1000),
-                        namespace=ns,
-                    )
+                    turn = bench_turn(ns, f"ts-{i}", queries[i])
                     t0 = time.perf_counter()
                     await core.turn_start(turn)
                     ts.append((time.perf_counter() - t0) * 1000)
@@ -215,13 +203,7 @@ async def main() -> None:
                     i = n % len(queries)
                     await retrieve(ctx_of(i, "l"))
                     if args.turns:
-                        turn = TurnInput(
-                            agent=AGENT,
-                            session_id=f"lt-{n}",
-                            user_text=queries[i],
-                            ts=int(time.time() * 1000),
-                            namespace=ns,
-                        )
+                        turn = bench_turn(ns, f"lt-{n}", queries[i])
                         await core.turn_start(turn)
 
                 out["loop_iterations"] = await hot_loop(one, args.seconds)
