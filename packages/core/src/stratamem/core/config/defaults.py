@@ -363,7 +363,11 @@ DEFAULTS: dict[str, Any] = {
         "hot_ann_expansion_search": 160,
         "hot_ann_expansion_ref_rows": 50000,
         "hot_ann_dtype": "i8",
-        "hot_ann_threads": 2,
+        #: threads inserting a batch into the graph. One: the same rows make the same graph, so
+        #: two processes over one home rank alike; two linked nodes in the threads' timing, and
+        #: at 100k two processes' vector channels differed on ~25 of 60 questions (one final
+        #: ranking). A 100k build took about as long with one at load 6-13 (determinism-session12.md)
+        "hot_ann_threads": 1,
         #: the graph (int8 distances) proposes limit×oversample/share candidates, rescored exactly
         #: in float32; 2 lost near-ties of clustered vectors (recall@10 0.97 at 100k), 4 keeps >= 0.98
         "hot_ann_oversample": 4,

@@ -5,6 +5,9 @@ Keys are table slots (never reused until a rebuild); it is fed the table's int8 
 exactly with the float32 query against the stored unit vectors (``quantized.py``).
 The search breadth grows with the graph (``expansion``): a fixed breadth loses recall as it grows;
 a graph built over ``hot_ann_dense_from_rows`` vectors or more gets ``hot_ann_dense_connectivity``.
+Batches are inserted with ``hot_ann_threads`` workers: with one, the same rows in the same order
+make the same graph in every process; with more, the links depend on the threads' timing, and so
+do the candidates it proposes (bench/results/determinism-session12.md).
 """
 
 from __future__ import annotations
