@@ -175,6 +175,34 @@ async def test_the_engine_uses_the_system_allocator_for_arrow(tmp_path: Path) ->
         store.close()
 
 
+async def test_lancedb_caches_stay_small_between_optimizes_with_the_shipped_bounds(
+    tmp_path: Path,
+) -> None:
+    """Issue 16's soak: each commit leaves ~0.1 MB of metadata (manifest, fragment and index
+    metadata of its table version) in LanceDB's cache until the next optimize renews the
+    session; under the old 32 MB bound that swung the soak's RSS by up to ~24 MB between
+    samples. With the shipped bounds, 150 single-row commits (the journal writer's pattern, with
+    full-text reads between them) leave at most ~10 MB cached (the old bounds: ~14.5 MB)."""
+    store = await LanceStore(tmp_path, DIM, "m", {}).open()
+    try:
+        rng = np.random.default_rng(9)
+        everything = Scope.everything("test")
+        peak = 0
+        for i in range(150):
+            await store.upsert("traces", [_row(i, rng.standard_normal(DIM))])
+            if i == 10:
+                await store.ensure_fts("traces")
+            if i > 10 and i % 10 == 0:
+                assert await store.fts_search("traces", f"question {i}", everything, 5)
+                peak = max(peak, store.cache_bytes())
+        peak = max(peak, store.cache_bytes())
+        assert store.sessions_opened == 0  # no optimize ran: the bound alone held it
+        assert peak > 2_000_000, peak  # the commits did fill the cache (it measures something)
+        assert peak <= 10_000_000, peak
+    finally:
+        store.close()
+
+
 async def test_optimize_reopens_the_tables_on_a_fresh_lancedb_session(tmp_path: Path) -> None:
     """Each commit leaves entries keyed by its table version in the LanceDB session's caches,
     weighed at about half what they hold (the soak's RSS grew past the cache bounds): optimize

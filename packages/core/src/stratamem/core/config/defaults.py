@@ -384,9 +384,14 @@ DEFAULTS: dict[str, Any] = {
         "cleanup_older_than_s": 60,
         "sqlite_busy_timeout_ms": 5000,
         #: LanceDB's index and metadata caches (its defaults grow with every table version: RSS
-        #: climbed ~85 MB per 1,000 turns in the soak; these bound it)
+        #: climbed ~85 MB per 1,000 turns in the soak; these bound it). The index cache holds the
+        #: FTS and ANN index pieces reads use (full at 64 MB serving 100k traces from LanceDB).
+        #: The metadata cache fills with each commit's table-version metadata (~0.1 MB a commit)
+        #: until the next optimize renews the session: at 32 MB the soak's RSS swung by up to
+        #: ~24 MB between samples; at 8 it holds 1.7-7.7 MB there, LanceDB-path reads at 100k and
+        #: capture no slower; at 2 the capture writer fell behind (bench/results/soak-session12.md)
         "lance_index_cache_mb": 64,
-        "lance_metadata_cache_mb": 32,
+        "lance_metadata_cache_mb": 8,
         #: every this many optimize rounds, reopen the tables on a fresh LanceDB session (0 =
         #: never): the caches keep entries of every table version, weighed at about half what
         #: they hold, so RSS grew ~2.5 MB per 1,000 versions beyond the bounds above
