@@ -153,9 +153,10 @@ async def main() -> None:
                 await vocab.build()
                 out["vocab_order"] = digest(list((await vocab.store()).words))
             out["open_s"] = round(time.perf_counter() - t0, 1)
-            t = core.store.hot.tables["traces"]
-            out["slot_ids"] = digest(list(t.ids))
-            out["graph"] = {c: len(a) if a is not None else None for c, a in t.ann.items()}
+            if core.store.hot is not None:  # storage.hot_index off: the LanceDB path
+                t = core.store.hot.tables["traces"]
+                out["slot_ids"] = digest(list(t.ids))
+                out["graph"] = {c: len(a) if a is not None else None for c, a in t.ann.items()}
             ns = Namespace(agent_kind=AGENT)
             tables = scoped_tables(core.store, ns)
             queries = query_texts(7, 60)
@@ -183,7 +184,8 @@ async def main() -> None:
                     res = await retrieve(ctx_of(i, "d"))
                     hits = [(x.ref_id, round(float(x.score), 6)) for x in res.hits]
                     whole.update(repr(hits).encode())  # served_profile.py's digest
-                    stages.append({**{k: digest(v) for k, v in rec.items()}, "final": digest(hits)})
+                    got = {k: digest(v) for k, v in rec.items()}
+                    stages.append({**got, "final": digest(hits), "hits": hits})
             finally:
                 undo()
             out["digest"] = whole.hexdigest()[:16]
