@@ -4,6 +4,7 @@ with exact numpy and LanceDB flat search on the same vectors, recall@10 against 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import tempfile
 import time
 from pathlib import Path
@@ -139,6 +140,8 @@ async def _measure(
     samples = Samples()
     recall: dict[str, list[float]] = {}
     hits_seen = 0
+    # what the served path answered, to compare runs and trees (determinism-session12.md)
+    answered = {"retrieval": hashlib.sha256(), "turn_start_ids": hashlib.sha256()}
     for i, text in enumerate(queries):
         keep = i >= warmup
         ms, qvec = time_sync(lambda t=text: embedder.embed_query(t))
@@ -207,15 +210,19 @@ async def _measure(
             samples.add("tier1_skills", res.tier_latency_ms.tier1)
             samples.add("tier2_traces", res.tier_latency_ms.tier2)
             samples.add("tier3_world_models", res.tier_latency_ms.tier3)
+            hits = [(x.ref_id, round(float(x.score), 6)) for x in res.hits]
+            answered["retrieval"].update(repr(hits).encode())
         turn = bench_turn(ns, f"{label}-t{i}", text)
         ms, res = await time_async(lambda t=turn: core.turn_start(t))
         if keep:
             samples.add("turn_start", ms)
             hits_seen += bool(res.hits)
+            answered["turn_start_ids"].update(repr([x.ref_id for x in res.hits]).encode())
     return {
         "latency_ms": {k: v.as_dict() for k, v in samples.summaries().items()},
         "recall_at_10_vs_exact": {k: round(metrics.mean(v), 4) for k, v in recall.items()},
         "turn_start_with_hits": f"{hits_seen}/{len(queries) - warmup}",
+        "results_digest": {k: h.hexdigest()[:16] for k, h in answered.items()},
     }
 
 
