@@ -30,6 +30,17 @@ def bench_turn(ns: Any, session_id: str, text: str, ts: int | None = None) -> An
     return TurnInput(agent=AGENT, session_id=session_id, user_text=text, ts=when, namespace=ns)
 
 
+def bench_query(
+    ns: Any, text: str, session_id: str | None = None, reason: str = "turn_start"
+) -> Any:
+    """The bench agent's retrieval query for ``text`` (a turn start's, unless ``reason``)."""
+    from stratamem.contract.dtos import RetrievalQuery
+
+    return RetrievalQuery(
+        agent=AGENT, query=text, namespace=ns, session_id=session_id, reason=reason
+    )
+
+
 BASE_TS = 1_735_000_000_000
 
 

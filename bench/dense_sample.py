@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.corpus import AGENT, SyntheticCorpus, load_store, query_texts
+from bench.corpus import AGENT, SyntheticCorpus, bench_query, load_store, query_texts
 from bench.scaling import PRODUCTION_OVERRIDES, scoped_tables, served_context
 from bench.stats import Samples, fmt, time_async
 
@@ -24,7 +24,7 @@ from bench.stats import Samples, fmt, time_async
 async def run_dense_sample(
     corpus: SyntheticCorpus, embedder: Any, rows: int, n_queries: int, warmup: int, seed: int
 ) -> dict[str, Any]:
-    from stratamem.contract.dtos import Namespace, RetrievalQuery
+    from stratamem.contract.dtos import Namespace
     from stratamem.core.engine.assemble import open_local_core
     from stratamem.core.retrieval.dense_query import cache_for
     from stratamem.core.retrieval.engine import _Run, retrieve
@@ -44,9 +44,7 @@ async def run_dense_sample(
             queries = query_texts(seed + 200, n_queries)
             for i, text in enumerate(queries):
                 qvec = np.asarray(embedder.embed_query(text), dtype=np.float32)
-                query = RetrievalQuery(
-                    agent=AGENT, query=text, namespace=ns, session_id=f"ds-{i}", reason="search"
-                )
+                query = bench_query(ns, text, f"ds-{i}", reason="search")
                 ctx = served_context(core, query, qvec, tables)
                 assert ctx.hot is None  # the LanceDB path
                 await _Run(ctx).dense_query_text()  # this query's sample is cached

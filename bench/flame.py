@@ -31,9 +31,9 @@ async def hot_loop(
 ) -> dict[str, Any]:
     """search without the embed, then turn_start with it, alternately, for ``seconds`` (only the
     search with ``search_only``: the per-query fixed cost without the embedder's threads)."""
-    from bench.corpus import AGENT, bench_turn
+    from bench.corpus import AGENT, bench_query, bench_turn
     from bench.scaling import scoped_tables, served_context
-    from stratamem.contract.dtos import Namespace, RetrievalQuery
+    from stratamem.contract.dtos import Namespace
     from stratamem.core.retrieval.engine import retrieve
 
     ns = Namespace(agent_kind=AGENT)
@@ -43,9 +43,7 @@ async def hot_loop(
     n = 0
     while time.monotonic() < t_end:
         i = n % len(queries)
-        query = RetrievalQuery(
-            agent=AGENT, query=queries[i], namespace=ns, session_id=f"f-{n}", reason="turn_start"
-        )
+        query = bench_query(ns, queries[i], f"f-{n}")
         ctx = served_context(core, query, vecs[i], tables)
         await retrieve(ctx)
         n += 1

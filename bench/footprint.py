@@ -51,9 +51,9 @@ def _seed(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _engine(args: argparse.Namespace) -> dict[str, Any]:
-    from bench.corpus import AGENT
+    from bench.corpus import AGENT, bench_query
     from bench.scaling import PRODUCTION_OVERRIDES, scoped_tables, served_context
-    from stratamem.contract.dtos import Namespace, RetrievalQuery
+    from stratamem.contract.dtos import Namespace
     from stratamem.core.engine.assemble import open_local_core
     from stratamem.core.retrieval.engine import retrieve
 
@@ -74,12 +74,7 @@ async def _engine(args: argparse.Namespace) -> dict[str, Any]:
         tables = scoped_tables(store, ns)
         ms = []
         for i, q in enumerate(np.load(args.queries)):
-            query = RetrievalQuery(
-                agent=AGENT,
-                query=args.texts[i % len(args.texts)],
-                namespace=ns,
-                reason="turn_start",
-            )
+            query = bench_query(ns, args.texts[i % len(args.texts)])
             ctx = served_context(core, query, q, tables)
             t0 = time.perf_counter()
             await retrieve(ctx)

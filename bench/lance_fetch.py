@@ -41,9 +41,9 @@ async def _drive(rows: int, queries: int, seed: int, hot: bool) -> dict[str, Any
 
     import numpy as np
 
-    from bench.corpus import AGENT, build_corpus, load_store, query_texts
+    from bench.corpus import AGENT, bench_query, build_corpus, load_store, query_texts
     from bench.scaling import PRODUCTION_OVERRIDES, scoped_tables, served_context
-    from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnInput
+    from stratamem.contract.dtos import Namespace, TurnInput
     from stratamem.core.embedding import load_embedder
     from stratamem.core.engine.assemble import open_local_core
     from stratamem.core.retrieval import deadline
@@ -89,9 +89,7 @@ async def _drive(rows: int, queries: int, seed: int, hot: bool) -> dict[str, Any
             vecs = [np.asarray(embedder.embed_query(t), dtype=np.float32) for t in texts]
             for rnd in range(2):  # the first round warms LanceDB's caches and the code paths
                 for i, text in enumerate(texts):
-                    q = RetrievalQuery(
-                        agent=AGENT, query=text, namespace=ns, session_id=f"lf-{i}", reason="search"
-                    )
+                    q = bench_query(ns, text, f"lf-{i}", reason="search")
                     ctx = dataclasses.replace(
                         served_context(core, q, vecs[i], tables), now_ms=NOW_MS
                     )

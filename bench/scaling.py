@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from bench import metrics
-from bench.corpus import AGENT, SyntheticCorpus, bench_turn, load_store, query_texts
+from bench.corpus import AGENT, SyntheticCorpus, bench_query, bench_turn, load_store, query_texts
 from bench.seed_design import SeedDesign
 from bench.stats import Samples, time_async, time_sync
 
@@ -124,7 +124,7 @@ async def _measure(
     label: str,
     seed: SeedDesign | None = None,
 ) -> dict[str, Any]:
-    from stratamem.contract.dtos import Namespace, RetrievalQuery
+    from stratamem.contract.dtos import Namespace
     from stratamem.core.retrieval import channels as ch
     from stratamem.core.retrieval.engine import retrieve
     from stratamem.core.retrieval.filters import TraceFilter
@@ -199,9 +199,7 @@ async def _measure(
                 if keep:
                     samples.add(name, ms)
                     recall.setdefault(name, []).append(metrics.overlap_at_k(got2, exact, 10))
-        query = RetrievalQuery(
-            agent=AGENT, query=text, namespace=ns, session_id=f"{label}-r{i}", reason="turn_start"
-        )
+        query = bench_query(ns, text, f"{label}-r{i}")
         ctx = served_context(core, query, qvec, tables)
         ms, res = await time_async(lambda c=ctx: retrieve(c))
         if keep:

@@ -85,9 +85,9 @@ async def main() -> None:
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from bench.corpus import AGENT, bench_turn, build_corpus, load_store, query_texts
+    from bench.corpus import AGENT, bench_query, bench_turn, build_corpus, load_store, query_texts
     from bench.scaling import PRODUCTION_OVERRIDES, scoped_tables, served_context
-    from stratamem.contract.dtos import Namespace, RetrievalQuery
+    from stratamem.contract.dtos import Namespace
     from stratamem.core.embedding import load_embedder
     from stratamem.core.engine.assemble import open_local_core
     from stratamem.core.retrieval.engine import retrieve
@@ -118,13 +118,7 @@ async def main() -> None:
             vecs = [np.asarray(embedder.embed_query(t), dtype=np.float32) for t in queries]
 
             def ctx_of(i: int, tag: str):  # type: ignore[no-untyped-def]
-                q = RetrievalQuery(
-                    agent=AGENT,
-                    query=queries[i],
-                    namespace=ns,
-                    session_id=f"{tag}-{i}",
-                    reason="turn_start",
-                )
+                q = bench_query(ns, queries[i], f"{tag}-{i}")
                 return served_context(core, q, vecs[i], tables)
 
             for i in range(len(queries)):  # warm caches

@@ -118,9 +118,9 @@ async def main() -> None:
         compare(*args.compare)
         return
 
-    from bench.corpus import AGENT, build_corpus, load_store, query_texts
+    from bench.corpus import AGENT, bench_query, build_corpus, load_store, query_texts
     from bench.scaling import PRODUCTION_OVERRIDES, scoped_tables, served_context
-    from stratamem.contract.dtos import Namespace, RetrievalQuery
+    from stratamem.contract.dtos import Namespace
     from stratamem.core.embedding import load_embedder
     from stratamem.core.engine.assemble import open_local_core
     from stratamem.core.retrieval.engine import retrieve
@@ -164,13 +164,7 @@ async def main() -> None:
             out["qvecs"] = digest(b"".join(v.tobytes() for v in vecs))
 
             def ctx_of(i: int, tag: str) -> Any:
-                q = RetrievalQuery(
-                    agent=AGENT,
-                    query=queries[i],
-                    namespace=ns,
-                    session_id=f"{tag}-{i}",
-                    reason="turn_start",
-                )
+                q = bench_query(ns, queries[i], f"{tag}-{i}")
                 return served_context(core, q, vecs[i], tables)
 
             rec, undo = recorder()

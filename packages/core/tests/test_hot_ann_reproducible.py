@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from test_hot_index import _row
 from together import assert_all_ok, python_cmd, run_together
 
 from stratamem.core.storage.lance import LanceStore
@@ -63,27 +64,13 @@ WORKER = textwrap.dedent(
 
 
 def _rows() -> list[dict[str, object]]:
+    """Clustered unit vectors (near-ties for the graph to link differently), one owner."""
     rng = np.random.default_rng(3)
     centers = rng.standard_normal((24, DIM)).astype(np.float32)
     rows: list[dict[str, object]] = []
     for i in range(ROWS):
         v = centers[i % 24] + 0.5 * rng.standard_normal(DIM).astype(np.float32)
-        rows.append(
-            {
-                "id": f"tr_{i}",
-                "episode_id": "ep",
-                "session_id": "s",
-                "ts": i,
-                "turn_id": i,
-                "user_text": f"row {i}",
-                "search_text": f"row {i}",
-                "owner_agent_kind": "hermes",
-                "owner_profile_id": "default",
-                "share_scope": "private",
-                "priority": 0.5,
-                "vec_summary": (v / np.linalg.norm(v)).tolist(),
-            }
-        )
+        rows.append(_row(i, v / np.linalg.norm(v), "default"))
     return rows
 
 
