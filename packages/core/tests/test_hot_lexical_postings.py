@@ -61,7 +61,7 @@ def _check(lex: Lexical, docs: dict[int, str], seen: set[str], rng: random.Rando
             continue
         assert got is not None, tok
         slots, tfs = got
-        assert slots.dtype == np.int32 and tfs.dtype == np.float32
+        assert slots.dtype == np.int32 and tfs.dtype in (np.uint8, np.float32)
         assert slots.tolist() == sorted(exp), tok
         assert tfs.tolist() == [exp[s] for s in sorted(exp)], tok
         del got, slots, tfs  # (views: a write must be free to resize the arrays)
@@ -187,3 +187,34 @@ def test_removing_a_slot_with_a_text_it_does_not_hold_leaves_other_slots_posting
     lex.add(1, "beta")
     lex.remove(1, "alpha beta")  # "alpha" is held by slot 0 only
     assert _lists(lex, "alpha") == ([0], [1.0]) and _lists(lex, "beta") is None
+
+
+def test_term_frequencies_cost_a_byte_a_posting() -> None:
+    """Tokens with many postings (soak traces share a few hundred words): their slots take four
+    bytes a posting and their term frequencies one (held as float32 they took four: 8.9 B a
+    posting here, the postings' largest part with the slots, soak-session13-lexmem.md)."""
+    n = 5_000
+    rng = random.Random(3)
+    texts = [" ".join(rng.choices(VOCAB, k=12)) for _ in range(n)]
+    lex = Lexical()
+    for i, t in enumerate(texts):
+        lex.add(i, t)
+    postings = sum(lex.df(tok) for tok in lex.tokens())
+    assert postings > 40_000
+    assert lex.nbytes() / postings <= 6.5, f"{lex.nbytes() / postings:.2f} B a posting"
+
+
+def test_a_term_frequency_above_255_widens_its_token_and_scores_the_same() -> None:
+    lex, ref = Lexical(), Lexical()
+    texts = ["big " * 300 + "other", "big small", "small " * 2 + "big", "other small"]
+    for i, t in enumerate(texts):
+        lex.add(i, t)
+    ref.add_many(0, texts)
+    for got in (lex, ref):
+        assert _lists(got, "big") == ([0, 1, 2], [300.0, 1.0, 1.0])
+        assert _lists(got, "small") == ([1, 2, 3], [1.0, 2.0, 1.0])
+    lex.add(4, "big " * 256)
+    lex.remove(0, texts[0])
+    assert _lists(lex, "big") == ([1, 2, 4], [1.0, 1.0, 256.0])
+    mask = np.ones(5, dtype=bool)
+    assert lex.bm25(["big", "small"], mask, 3) == lex.bm25_exhaustive(["big", "small"], mask, 3)

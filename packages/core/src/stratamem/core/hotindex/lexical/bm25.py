@@ -19,6 +19,8 @@ def idf(n_docs: int, df: int) -> float:
 
 def contrib(w: float, tfs: np.ndarray, dl: np.ndarray, avg: float) -> np.ndarray:
     """One term's BM25 contribution per posting, float32: the one expression both scorers use, so
-    the pruned path's sums are bit-identical to the exhaustive ones (same operands, same order)."""
-    out: np.ndarray = w * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avg))
+    the pruned path's sums are bit-identical to the exhaustive ones (same operands, same order).
+    ``tfs`` as the postings hold them (uint8 or float32), converted to float32 first: exact."""
+    tf = tfs.astype(np.float32, copy=False)
+    out: np.ndarray = w * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avg))
     return out

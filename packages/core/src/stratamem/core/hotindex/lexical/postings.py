@@ -7,6 +7,11 @@ frequency, in compact arrays with no Python object per token (``singles.py``: ~3
 against ~180 B as a dict entry of its string and int, ~285 B as two ``array`` objects). Its
 second posting moves it to the array form, and removals that bring it back to one posting pack it
 again.
+
+Term frequencies are held as one byte a posting (``array('B')``: 144k of 10k soak traces'
+postings, none above 3), a token widened to float32 (``array('f')``) only if one of its postings'
+counts exceeds 255; readers get the bytes as a uint8 view and convert what they score (``bm25.
+contrib``: exact, so the float32 sums are the same bits).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import sys
 from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,13 +43,30 @@ def _unpack(packed: int) -> tuple[int, float]:
     return packed & _SLOT_MASK, float((packed >> _SLOT_BITS) + 1)
 
 
+#: the largest term frequency a token's one-byte array holds; a larger one widens it to float32
+_TF_BYTE_MAX = 255
+
+
+def _tf_array(tfs: Sequence[float] | np.ndarray = ()) -> array[Any]:
+    """Term frequencies as bytes, or as float32 if one exceeds ``_TF_BYTE_MAX``."""
+    vals = np.asarray(tfs, dtype=np.float32)
+    if len(vals) and float(vals.max()) > _TF_BYTE_MAX:
+        return array("f", vals.tobytes())
+    return array("B", vals.astype(np.uint8).tobytes())
+
+
+def _tf_view(tfs: array[Any]) -> np.ndarray:
+    """A token's term frequencies as a numpy view (uint8, or float32 for a widened token)."""
+    return np.frombuffer(tfs, dtype=np.uint8 if tfs.typecode == "B" else np.float32)
+
+
 class Postings:
     """Postings per token over the table's slots; a removed slot's postings are dropped eagerly."""
 
     def __init__(self) -> None:
         #: token -> its postings' slots (ascending) and term frequencies: tokens with two or more
         self._slots: dict[str, array[int]] = {}
-        self._tfs: dict[str, array[float]] = {}
+        self._tfs: dict[str, array[Any]] = {}  # ``array('B')``, or ``'f'`` past a tf of 255
         #: token -> its one posting, packed (``_pack``): tokens with exactly one, without a
         #: Python object each (``singles.py``)
         self._one = Singles()
@@ -72,18 +95,20 @@ class Postings:
                     self._one.put(tok, _pack(slot, tf))
                     self._raise_bound(tok, tf, dl)
                     continue
-                sl = self._slots[tok] = array("i")  # a second posting: the array form
-                self._tfs[tok] = array("f")
                 was, was_tf = _unpack(one)
-                sl.append(was)
-                self._tfs[tok].append(was_tf)
+                sl = self._slots[tok] = array("i", (was,))  # a second posting: the array form
+                self._tfs[tok] = _tf_array((was_tf,))
+            tfa = self._tfs[tok]
+            if tf > _TF_BYTE_MAX and tfa.typecode == "B":
+                tfa = self._tfs[tok] = array("f", map(float, tfa))
+            val = tf if tfa.typecode == "B" else float(tf)
             if sl[-1] < slot:
                 sl.append(slot)
-                self._tfs[tok].append(float(tf))
+                tfa.append(val)
             else:  # a rewritten slot: keep the postings ascending (lookups bisect them)
                 at = bisect.bisect_left(sl, slot)
                 sl.insert(at, slot)
-                self._tfs[tok].insert(at, float(tf))
+                tfa.insert(at, val)
             self._raise_bound(tok, tf, dl)
 
     def _raise_bound(self, tok: str, tf: float, dl: float) -> None:
@@ -135,13 +160,19 @@ class Postings:
                     self._one.put(tok, _pack(int(slots[a]), float(tfs[a])))
                     continue
                 sl = self._slots[tok] = array("i")
-                self._tfs[tok] = array("f")
+                self._tfs[tok] = _tf_array()
                 if one is not None:  # its slot is below the batch's: it comes first
                     was, was_tf = _unpack(one)
                     sl.append(was)
-                    self._tfs[tok].append(was_tf)
+                    self._tfs[tok] = _tf_array((was_tf,))
             sl.frombytes(slots[a:b].tobytes())
-            self._tfs[tok].frombytes(tfs[a:b].tobytes())
+            tfa = self._tfs[tok]
+            if tfa.typecode == "B" and float(tfs[a:b].max()) > _TF_BYTE_MAX:
+                tfa = self._tfs[tok] = _tf_array(np.concatenate((_tf_view(tfa), tfs[a:b])))
+                continue
+            tfa.frombytes(
+                tfs[a:b].astype(np.uint8 if tfa.typecode == "B" else np.float32).tobytes()
+            )
 
     def remove(self, slot: int, text: str) -> None:
         """Forget ``slot`` (``text`` is what it was indexed with)."""
@@ -173,12 +204,12 @@ class Postings:
         return self._docs
 
     def postings(self, tok: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """``tok``'s slots (int32, ascending) and term frequencies (float32); None if it has none."""
+        """``tok``'s slots (int32, ascending) and term frequencies (uint8, float32 for a token
+        with a count above 255: convert before arithmetic, as ``bm25.contrib`` does); None if it
+        has none. Views of the held arrays, not copies."""
         sl = self._slots.get(tok)
         if sl is not None:
-            return np.frombuffer(sl, dtype=np.int32), np.frombuffer(
-                self._tfs[tok], dtype=np.float32
-            )
+            return np.frombuffer(sl, dtype=np.int32), _tf_view(self._tfs[tok])
         one = self._one.get(tok)
         if one is None:
             return None

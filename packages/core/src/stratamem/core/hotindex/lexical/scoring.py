@@ -166,7 +166,8 @@ class Lexical(Postings):
         scaled by that ratio; past ×1.25 (or under ×0.8: loose) the cache starts over at the current
         average.
         """
-        slots, tfs = got
+        slots, raw = got
+        tfs = raw.astype(np.float32, copy=False)  # (the postings hold bytes: exact)
         if len(slots) < _BOUND_MIN_DF:
             dl = lens[slots].astype(np.float64)
             return float(np.max(tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avg))))
