@@ -41,6 +41,8 @@ _HEADER = 8
 COMPACT_MIN_BYTES = 4 << 20
 #: bytes read per ``pread`` when a whole column is read (the substring channel's texts)
 SCAN_CHUNK = 4 << 20
+#: slots per list when a whole column is read (``column_chunks``)
+CHUNK_ROWS = 512
 _MARSHAL, _PICKLE = b"m", b"p"
 
 
@@ -153,31 +155,44 @@ class RowFile:
             yield self[i]
 
     def column(self, name: str) -> list[Any]:
-        """Every slot's value of ``name`` (None for deleted slots and rows without it), read in
-        large sequential chunks (the substring channel's texts: one pass over the file)."""
+        """Every slot's value of ``name`` (None for deleted slots and rows without it)."""
+        out: list[Any] = []
+        for chunk in self.column_chunks(name):
+            out += chunk
+        return out
+
+    def column_chunks(self, name: str, size: int = 0) -> Iterator[list[Any]]:
+        """Every slot's value of ``name`` in slot order, ``size`` slots a list (the substring
+        channel's texts): the file read in large sequential stretches, and no Python object per
+        row alive beyond a chunk's (``size``: ``CHUNK_ROWS`` for 0; a whole column at once, its values and the row tuples decoded
+        for them, needed new CPython arenas as the table grew, which other allocations then
+        pinned: soak-session13-lexmem.md)."""
+        size = size or CHUNK_ROWS
         spill, loc = self._state
         n = self._n
-        out: list[Any] = [None] * n
-        locs = loc[:n]
-        slots = np.flatnonzero(locs)
-        if not len(slots) or spill is None:
-            return out
-        offs = (locs[slots] >> np.uint64(LEN_BITS)).astype(np.int64)
-        sizes = (locs[slots] & np.uint64(LONG)).astype(np.int64)
-        order = np.argsort(offs, kind="stable")
         at = {i: s.index(name) for i, s in enumerate(self._shapes) if name in s}
         buf, buf_at = b"", 0
-        for k in order.tolist():
-            slot, off, size = int(slots[k]), int(offs[k]), int(sizes[k])
-            if size == LONG:
-                got = self._read(spill, int(locs[slot]))
-            else:
-                if not buf_at <= off or off + size > buf_at + len(buf):
-                    buf, buf_at = os.pread(spill.fd, max(SCAN_CHUNK, size), off), off
-                got = _decode(buf[off - buf_at : off - buf_at + size])
-            if got is not None and got[0] in at:
-                out[slot] = got[1][at[got[0]]]
-        return out
+        for first in range(0, n, size):
+            locs = loc[first : min(n, first + size)].tolist()
+            out: list[Any] = [None] * len(locs)
+            for i, where in enumerate(locs):
+                if not where or spill is None:
+                    continue
+                off, length = where >> LEN_BITS, where & LONG
+                if length == LONG:
+                    got = self._read(spill, where)
+                elif buf_at <= off and off + length <= buf_at + len(buf):
+                    got = _decode(buf[off - buf_at : off - buf_at + length])
+                elif buf_at + len(buf) <= off < buf_at + len(buf) + SCAN_CHUNK or not buf:
+                    # the next stretch of the file (rows are appended in slot order)
+                    buf, buf_at = os.pread(spill.fd, max(SCAN_CHUNK, length), off), off
+                    got = _decode(buf[:length])
+                else:  # a row rewritten out of order: read alone, the stretch kept
+                    got = _decode(os.pread(spill.fd, length, off))
+                if got is not None and got[0] in at:
+                    out[i] = got[1][at[got[0]]]
+                del got
+            yield out
 
     # -- writes ------------------------------------------------------------------------------
     def __setitem__(self, slot: SupportsIndex, row: Mapping[str, Any] | None) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -566,4 +566,10 @@ class HotTable:
         return [(int(slots[t]), float(scores[t])) for t in top]
 
     def texts(self) -> list[str | None]:
+        """Every slot's ``search_text`` as one list (a string per row: not for the query path)."""
         return self.rows.column("search_text")
+
+    def text_chunks(self) -> Iterator[list[str | None]]:
+        """Every slot's ``search_text`` in slot order, a chunk of slots at a time (the substring
+        channel's rebuild: no string per row alive beyond a chunk's)."""
+        return self.rows.column_chunks("search_text")

@@ -253,7 +253,7 @@ def substring(
     out: list[tuple[int, float]] = []
     seen: set[int] = set()
     for i, needle in enumerate(needles):
-        for slot in t.sub.find(t.texts, needle, mask, limit):
+        for slot in t.sub.find(t.text_chunks, needle, mask, limit):
             if slot not in seen:
                 seen.add(slot)
                 out.append((slot, 1.0 / (i + 1)))
