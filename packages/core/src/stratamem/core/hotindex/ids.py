@@ -4,12 +4,18 @@ A ``dict`` of id strings to slots and a list of the ids cost ~120 B a trace (the
 object per slot, the hash table's entries), the ids being read only when a row is written,
 deleted or ordered within its session. Here an id costs 12 bytes resident: its ``hash`` (per
 process, like the index) and its slot, in two arrays sorted by hash; the ids added since the last
-merge wait in a small ``dict``. A hash match is confirmed against the row's own id
-(``RowFile``), so two ids that share a hash are still told apart.
+merge wait in two small arrays in the order they came (found by a vectorised compare: a few
+microseconds for a full batch). A hash match is confirmed against the row's own id
+(``RowFile``), so two ids that share a hash are still told apart. The batch waiting was a
+``dict`` of the ids' strings: up to 4,096 strings alive for thousands of turns, ~20 B a trace
+on average and long-lived small objects among the transient ones in CPython's arenas
+(soak-session13-lexmem.md).
 """
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -45,7 +51,9 @@ class IdIndex:
         self._ids = SlotIds(rows)
         self._keys = np.zeros(0, dtype=np.int64)
         self._slots = np.zeros(0, dtype=np.int32)  # -1: the id was deleted
-        self._recent: dict[str, int] = {}
+        #: ids added since the last merge: their hashes and slots (-1: deleted), in that order
+        self._new_keys: array[int] = array("q")
+        self._new_slots: array[int] = array("i")
         self._live = 0
 
     def __len__(self) -> int:
@@ -60,9 +68,8 @@ class IdIndex:
             raise KeyError(rid)
         return got
 
-    def _find(self, rid: str) -> int:
+    def _find(self, rid: str, h: int) -> int:
         """Position of ``rid`` in the sorted arrays (-1: not there)."""
-        h = hash(rid)
         keys = self._keys
         at = int(np.searchsorted(keys, h))
         while at < len(keys) and int(keys[at]) == h:
@@ -72,25 +79,44 @@ class IdIndex:
             at += 1
         return -1
 
+    def _find_new(self, rid: str, h: int) -> int:
+        """Position of ``rid`` among the ids not yet merged (-1: not there)."""
+        if not self._new_keys:
+            return -1
+        hits = np.flatnonzero(np.frombuffer(self._new_keys, dtype=np.int64) == h).tolist()
+        for at in hits:
+            slot = self._new_slots[at]
+            if slot >= 0 and self._ids[slot] == rid:
+                return int(at)
+        return -1
+
     def get(self, rid: str, default: int | None = None) -> int | None:
-        got = self._recent.get(rid)
-        if got is not None:
-            return got
-        at = self._find(rid)
+        h = hash(rid)
+        at = self._find_new(rid, h)
+        if at >= 0:
+            return self._new_slots[at]
+        at = self._find(rid, h)
         return int(self._slots[at]) if at >= 0 else default
 
     def __setitem__(self, rid: str, slot: int) -> None:
-        """Map a new id (not held) to ``slot``."""
-        self._recent[rid] = slot
+        """Map a new id (not held) to ``slot`` (whose row is, or is about to be, ``rid``'s)."""
+        self._new_keys.append(hash(rid))
+        self._new_slots.append(slot)
         self._live += 1
-        if len(self._recent) >= MERGE_EVERY:
-            self._merge(list(self._recent), list(self._recent.values()))
-            self._recent = {}
+        if len(self._new_keys) >= MERGE_EVERY:
+            keys = np.frombuffer(self._new_keys, dtype=np.int64).copy()
+            slots = np.frombuffer(self._new_slots, dtype=np.int32).copy()
+            self._new_keys, self._new_slots = array("q"), array("i")
+            self._merge_hashes(keys[slots >= 0], slots[slots >= 0])
 
     def pop(self, rid: str, default: int | None = None) -> int | None:
-        got = self._recent.pop(rid, None)
-        if got is None:
-            at = self._find(rid)
+        h = hash(rid)
+        at = self._find_new(rid, h)
+        if at >= 0:
+            got = self._new_slots[at]
+            self._new_slots[at] = -1
+        else:
+            at = self._find(rid, h)
             if at < 0:
                 return default
             got = int(self._slots[at])
@@ -100,29 +126,26 @@ class IdIndex:
 
     def update(self, ids: Sequence[str], slots: Sequence[int]) -> None:
         """Map new ids (none held, none twice) to their slots: a bulk load's batch."""
-        self._merge(ids, slots)
+        keys = np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
+        self._merge_hashes(keys, np.asarray(slots, dtype=np.int32))
         self._live += len(ids)
 
     def any_held(self, ids: Sequence[str]) -> bool:
         """Whether any of ``ids`` is held (one vectorised hash probe, matches confirmed)."""
-        if any(i in self._recent for i in ids):
-            return True
         hashes = np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
-        hit = np.isin(hashes, self._keys)
-        return any(self._find(ids[i]) >= 0 for i in np.flatnonzero(hit).tolist())
+        new = np.frombuffer(self._new_keys, dtype=np.int64) if self._new_keys else self._keys[:0]
+        hit = np.isin(hashes, self._keys) | np.isin(hashes, new)
+        del new
+        return any(self.get(ids[i]) is not None for i in np.flatnonzero(hit).tolist())
 
-    def _merge(self, ids: Sequence[str], slots: Sequence[int]) -> None:
+    def _merge_hashes(self, hashes: np.ndarray, slots: np.ndarray) -> None:
         live = self._slots >= 0
-        keys = np.concatenate(
-            (self._keys[live], np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids)))
-        )
-        vals = np.concatenate((self._slots[live], np.asarray(slots, dtype=np.int32)))
+        keys = np.concatenate((self._keys[live], hashes))
+        vals = np.concatenate((self._slots[live], slots))
         order = np.argsort(keys, kind="stable")
         self._keys, self._slots = keys[order], vals[order]
 
     def nbytes(self) -> int:
         """Bytes held: the arrays, and the ids waiting to be merged."""
-        import sys
-
-        n = self._keys.nbytes + self._slots.nbytes + sys.getsizeof(self._recent)
-        return n + sum(sys.getsizeof(k) + 32 for k in self._recent)
+        n = self._keys.nbytes + self._slots.nbytes
+        return n + sys.getsizeof(self._new_keys) + sys.getsizeof(self._new_slots)
