@@ -15,9 +15,10 @@ from stratamem.core.hotindex.footprint import footprint
 
 ALPHA = Namespace(agent_kind="hermes", profile_id="alpha")
 BETA = Namespace(agent_kind="hermes", profile_id="beta")
-#: filler that makes each trace ~6 KB in memory (its postings: the texts themselves are in the
-#: rows' side file), so the 120 traces of a namespace are ~0.7 MB
-FILLER = " ".join(f"word{i}" for i in range(420))
+#: filler that makes each trace ~4.4 KB in memory (its postings: the texts themselves are in the
+#: rows' side file; captured texts are cut near 700 such words), so a namespace's 160 traces are
+#: ~0.7 MB (420 words and 120 traces were, with term frequencies held as float32)
+FILLER = " ".join(f"word{i}" for i in range(700))
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ async def core(tmp_path: Path) -> AsyncIterator[LocalCore]:
         yield c
 
 
-async def _fill(core: LocalCore, ns: Namespace, fact: str, turns: int = 120) -> None:
+async def _fill(core: LocalCore, ns: Namespace, fact: str, turns: int = 160) -> None:
     for i in range(turns):
         await core.turn_end(
             TurnResult(
