@@ -132,7 +132,8 @@ def _assert_same_state(a: HotTable, b: HotTable) -> None:
     for attr in ("alive", "owner", "priority", "ts", "session"):
         assert np.array_equal(getattr(a, attr)[:n], getattr(b, attr)[:n]), attr
     assert a._owner_keys == b._owner_keys and a._owner_code == b._owner_code
-    assert a.session_code == b.session_code and a.by_session == b.by_session
+    assert dict(a.session_code.items()) == dict(b.session_code.items())
+    assert a.by_session == b.by_session
     assert {k: v for k, v in a.tags.items() if v} == {k: v for k, v in b.tags.items() if v}
     for c in VEC_COLS:
         assert np.array_equal(a.has[c][:n], b.has[c][:n]), c

@@ -7,15 +7,20 @@ the seeds' sessions: ~300 row reads a query at 100k traces (40-turn sessions, th
 orders mostly missing), +2-3 ms per retrieval (bench/results/hotpath-session10.md). Turns of a
 session rarely share a timestamp, so the order is the timestamps' (held in memory); ids are read
 only to order rows with equal timestamps and, per seed, the rows sharing its timestamp.
+
+And the sessions' codes (``SessionCodes``): a session id maps to a small int (the table's
+``session`` column) without a Python object per session.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+
+from stratamem.core.hotindex.lexical.singles import Singles
 
 #: slot -> the row's id (``SlotIds``: read from the side file)
 IdOf = Callable[[int], str | None]
@@ -58,3 +63,40 @@ def order_of(slots: np.ndarray, ts: np.ndarray, id_of: IdOf) -> SessionOrder:
                 b += 1
             out[a:b] = sorted(out[a:b], key=lambda s: str(id_of(s)))
     return SessionOrder(t_sorted.tolist(), out)
+
+
+class SessionCodes:
+    """session id -> its code (1, 2, … in order of first sight; a code is never reused).
+
+    Held in ``lexical/singles.py``'s store (hash, value and the id's bytes in arrays): as a
+    ``dict`` each session cost its id's string, an int and an entry, ~130 B of small objects
+    alive as long as the table (1,250 sessions at 10k soak traces: ~10 B a trace).
+    """
+
+    def __init__(self) -> None:
+        self._codes = Singles()
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._codes)
+
+    def get(self, sid: str, default: int | None = None) -> int | None:
+        got = self._codes.get(sid)
+        return default if got is None else got
+
+    def code(self, sid: str) -> int:
+        """``sid``'s code, given the next one if it has none yet."""
+        got = self._codes.get(sid)
+        if got is None:
+            got = len(self._codes) + 1
+            self._codes.put(sid, got)
+        return got
+
+    def items(self) -> Iterator[tuple[str, int]]:
+        for sid in self._codes:
+            yield sid, self.code(sid)
+
+    def nbytes(self) -> int:
+        return self._codes.nbytes()

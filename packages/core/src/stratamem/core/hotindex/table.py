@@ -35,7 +35,7 @@ from stratamem.core.hotindex.quantized import (
     unit_rows,
 )
 from stratamem.core.hotindex.rowfile import Row, RowFile
-from stratamem.core.hotindex.sessions import SessionOrder, order_of
+from stratamem.core.hotindex.sessions import SessionCodes, SessionOrder, order_of
 from stratamem.core.hotindex.slotfile import SlotFile
 from stratamem.core.storage.ownership import Scope
 
@@ -146,7 +146,8 @@ class HotTable:
         self.priority = np.zeros(0, dtype=np.float32)
         self.ts = np.zeros(0, dtype=np.int64)
         self.session = np.zeros(0, dtype=np.int32)
-        self.session_code: dict[str, int] = {}
+        #: session id -> its code (``sessions.py``: no Python object per session)
+        self.session_code = SessionCodes()
         #: session code -> its slots, ascending (a session's turns without scanning the table)
         self.by_session: dict[int, array[int]] = {}
         #: session code -> its slots in (ts, id) order, built on first read
@@ -230,7 +231,7 @@ class HotTable:
         for i, sid in enumerate(column("session_id")):
             if sid is None:
                 continue
-            code = self.session_code.setdefault(str(sid), len(self.session_code) + 1)
+            code = self.session_code.code(str(sid))
             self._session_order.pop(code, None)
             self.session[first + i] = code
             slotsets.add(self.by_session, code, first + i)
@@ -336,7 +337,7 @@ class HotTable:
         old_code = int(self.session[slot])
         code = 0
         if sid is not None:
-            code = self.session_code.setdefault(str(sid), len(self.session_code) + 1)
+            code = self.session_code.code(str(sid))
         self._session_order.pop(old_code, None)
         self._session_order.pop(code, None)
         if old_code != code:
@@ -486,12 +487,12 @@ class HotTable:
 
     def session_slots(self, session_id: str) -> np.ndarray:
         """Live slots of one session, ascending."""
-        return slotsets.slots(self.by_session.get(self.session_code.get(session_id, 0)))
+        return slotsets.slots(self.by_session.get(self.session_code.get(session_id, 0) or 0))
 
     def session_order(self, session_id: str) -> SessionOrder:
         """A session's live rows ordered by (ts, id) (``sessions.py``: ids read only where
         timestamps tie), cached until one of the session's rows is written."""
-        code = self.session_code.get(session_id, 0)
+        code = self.session_code.get(session_id, 0) or 0
         got = self._session_order.get(code)
         if got is None:
             got = order_of(slotsets.slots(self.by_session.get(code)), self.ts, self.ids.__getitem__)
