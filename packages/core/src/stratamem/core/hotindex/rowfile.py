@@ -285,7 +285,8 @@ class RowFile:
         assert spill is not None
         fresh, new_loc = Spill(self.directory), np.zeros(len(loc), np.uint64)
         end = live = 0
-        for slot in np.flatnonzero(loc[: self._n]).tolist():
+        held = np.flatnonzero(loc[: self._n])
+        for slot in (int(s) for s in held):  # (an int at a time: no list of every slot)
             old = int(loc[slot])
             off, size = old >> LEN_BITS, self._size(spill, old)
             data = os.pread(spill.fd, size, off)

@@ -14,6 +14,7 @@ And the sessions' codes (``SessionCodes``): a session id maps to a small int (th
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,10 +29,12 @@ IdOf = Callable[[int], str | None]
 
 @dataclass(frozen=True, slots=True)
 class SessionOrder:
-    """A session's live rows ordered by (ts, id): their timestamps and slots in that order."""
+    """A session's live rows ordered by (ts, id): their timestamps and slots in that order, as
+    ``array('q')`` (indexed and bisected like lists; a list held an int object per timestamp
+    and slot, ~70 B a row for as long as the order stayed cached)."""
 
-    ts: list[int]
-    slots: list[int]
+    ts: array[int]
+    slots: array[int]
 
     def place(self, ts: int, rid: str, id_of: IdOf) -> tuple[int, bool]:
         """Where the key (``ts``, ``rid``) goes in the order (``bisect_left`` over the (ts, id)
@@ -49,7 +52,7 @@ def order_of(slots: np.ndarray, ts: np.ndarray, id_of: IdOf) -> SessionOrder:
     """The (ts, id) order of ``slots`` (distinct, ascending) whose timestamps are ``ts[slots]``:
     ``sorted((ts, str(id)) …)``'s order, ids read only within runs of equal timestamps."""
     if not len(slots):
-        return SessionOrder([], [])
+        return SessionOrder(array("q"), array("q"))
     t = ts[slots]
     by_ts = np.argsort(t, kind="stable")
     t_sorted = t[by_ts]
@@ -62,7 +65,7 @@ def order_of(slots: np.ndarray, ts: np.ndarray, id_of: IdOf) -> SessionOrder:
             while b < len(out) and t_sorted[b] == t_sorted[a]:
                 b += 1
             out[a:b] = sorted(out[a:b], key=lambda s: str(id_of(s)))
-    return SessionOrder(t_sorted.tolist(), out)
+    return SessionOrder(array("q", t_sorted.astype(np.int64).tobytes()), array("q", out))
 
 
 class SessionCodes:
