@@ -96,13 +96,14 @@ def postings_shape(lex: Any) -> dict[str, int]:
     return {"tokens": sum(d > 0 for d in dfs), "one_posting": sum(d == 1 for d in dfs)}
 
 
-def measure_bytes(n: int) -> dict[str, Any]:
+def measure_bytes(n: int, vector_dtype: str = "") -> dict[str, Any]:
     from stratamem.core.hotindex.footprint import table_bytes
     from stratamem.core.hotindex.lexical import analysis
     from stratamem.core.hotindex.table import HotTable
 
     rows = soak_rows(n)
-    t = HotTable("traces", ("vec_summary",), DIM, {})
+    cfg = {"hot_vector_dtype": vector_dtype} if vector_dtype else {}
+    t = HotTable("traces", ("vec_summary",), DIM, cfg)
     for r in rows:
         t.upsert([r])
     del rows
@@ -165,11 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=10000, help="rows for the bytes (0: skip)")
     p.add_argument("--query-rows", default="", help="comma-separated row counts for BM25 timing")
     p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--vector-dtype", default="", help="storage.hot_vector_dtype (default: shipped)")
     p.add_argument("--out", default="", help="also write the figures as JSON here")
     args = p.parse_args(argv)
     out: dict[str, Any] = {"load1_start": round(os.getloadavg()[0], 2)}
     if args.rows:
-        out["bytes"] = measure_bytes(args.rows)
+        out["bytes"] = measure_bytes(args.rows, args.vector_dtype)
     out["queries"] = [
         measure_queries(int(r), args.reps) for r in args.query_rows.split(",") if r.strip()
     ]

@@ -1,10 +1,11 @@
-"""The hot index's vector path, kernel by kernel, side by side in one process: the float32 scan it
-replaced (``mat @ q``, one BLAS thread), the int8 scan it serves now (``HotTable.vector``, no
-graph), and the HNSW graph's proposals rescored (``HotTable.vector`` with its graph): p50/p95,
-recall@10 against the exact float32 top-10, the graph's build time and the bytes per vector.
-Decides ``storage.hot_ann_threshold_rows`` (where the exact int8 scan stops beating the graph).
+"""The hot index's vector path, kernel by kernel, side by side in one process: the float32 scan
+(``mat @ q``, one BLAS thread), and per vector layout (``--layouts``, ``storage.hot_vector_dtype``)
+the quantised scan (``HotTable.vector``, no graph) and the HNSW graph's proposals rescored (one
+graph shared by the layouts: each feeds it the same unit vectors), alternated query by query:
+p50/p95, recall@10 against the exact float32 top-10, the graph's build time and the bytes per
+vector. Decides ``storage.hot_ann_threshold_rows`` (where the exact scan stops beating the graph).
 
-    python -m bench.hot_int8 --rows 10000,100000,300000
+    python -m bench.hot_int8 --rows 10000,100000,300000 --layouts i8,i4
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def _p(xs: list[float]) -> dict[str, float]:
     }
 
 
-async def run(rows: list[int], queries: int, seed: int) -> dict[str, Any]:
+async def run(rows: list[int], queries: int, seed: int, layouts: list[str]) -> dict[str, Any]:
     from stratamem.core.embedding import load_embedder
     from stratamem.core.hotindex.blas import limit_blas_threads
 
@@ -51,17 +52,27 @@ async def run(rows: list[int], queries: int, seed: int) -> dict[str, Any]:
     qvecs = [
         np.asarray(embedder.embed_query(q), dtype=np.float32) for q in query_texts(seed, queries)
     ]
+    col = "vec_summary"
     out: dict[str, Any] = {}
     for n in rows:
         vecs, _m, _s = corpus.vectors_for(0, n)
-        t = _table(vecs, {"hot_ann_threshold_rows": 10**12})
+        tables = {
+            lay: _table(vecs, {"hot_ann_threshold_rows": 10**12, "hot_vector_dtype": lay})
+            for lay in layouts
+        }
         mask = np.ones(n, dtype=bool)
+        first = tables[layouts[0]]
         t0 = time.perf_counter()
-        await t.build_ann("vec_summary")
+        await first.build_ann(col)
         build_s = time.perf_counter() - t0
-        ann = t.ann["vec_summary"]
-        times: dict[str, list[float]] = {"f32_scan": [], "int8_scan": [], "ann": []}
-        recall: dict[str, list[float]] = {"int8_scan": [], "ann": []}
+        ann = first.ann[col]
+        for t in tables.values():  # every layout feeds the graph the same unit vectors
+            t.ann[col] = ann
+        times: dict[str, list[float]] = {"f32_scan": []}
+        recall: dict[str, list[float]] = {}
+        for lay in layouts:
+            for kind in ("scan", "ann"):
+                times[f"{lay}_{kind}"], recall[f"{lay}_{kind}"] = [], []
         for q in qvecs:
             exact = metrics.exact_topk(vecs, q, 10).tolist()
             a = time.perf_counter()
@@ -69,26 +80,29 @@ async def run(rows: list[int], queries: int, seed: int) -> dict[str, Any]:
             top = np.argpartition(-s, 19)[:20]
             top[np.argsort(-s[top])]
             times["f32_scan"].append((time.perf_counter() - a) * 1e3)
-            t.ann["vec_summary"] = None
-            a = time.perf_counter()
-            got = t.vector("vec_summary", q, mask, 20)
-            times["int8_scan"].append((time.perf_counter() - a) * 1e3)
-            recall["int8_scan"].append(metrics.overlap_at_k([s for s, _ in got], exact, 10))
-            t.ann["vec_summary"] = ann
-            a = time.perf_counter()
-            got = t.vector("vec_summary", q, mask, 20)
-            times["ann"].append((time.perf_counter() - a) * 1e3)
-            recall["ann"].append(metrics.overlap_at_k([s for s, _ in got], exact, 10))
+            for lay, t in tables.items():  # alternated query by query
+                for kind, graph in (("scan", None), ("ann", ann)):
+                    t.ann[col] = graph
+                    a = time.perf_counter()
+                    got = t.vector(col, q, mask, 20)
+                    times[f"{lay}_{kind}"].append((time.perf_counter() - a) * 1e3)
+                    found = [s for s, _ in got]
+                    recall[f"{lay}_{kind}"].append(metrics.overlap_at_k(found, exact, 10))
         out[str(n)] = {
             "latency_ms": {k: _p(v) for k, v in times.items()},
             "recall_at_10_vs_f32_exact": {k: round(metrics.mean(v), 4) for k, v in recall.items()},
             "graph_build_s": round(build_s, 2),
             "bytes_per_vector": {
                 "f32": vecs.shape[1] * 4,
-                # resident: codes, scales, flags; the int4 residual is in a side file
-                "int8": round(sum(x["vec_summary"].nbytes for x in (t.vecs, t.scales, t.has)) / n),
-                "int8_residual_file": round(t.resid["vec_summary"].file_bytes() / n),
                 "graph": round(int(ann.index.memory_usage) / n) if ann is not None else 0,
+                # resident: codes, scales, flags; the rest in the side file
+                **{
+                    lay: round(sum(x[col].nbytes for x in (t.vecs, t.scales, t.has)) / n)
+                    for lay, t in tables.items()
+                },
+                **{
+                    f"{lay}_file": round(t.resid[col].file_bytes() / n) for lay, t in tables.items()
+                },
             },
         }
         print(json.dumps({n: out[str(n)]}), flush=True)
@@ -100,9 +114,17 @@ def main() -> None:
     ap.add_argument("--rows", default="10000,100000,300000")
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--layouts", default="i8,i4", help="storage.hot_vector_dtype values")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    res = asyncio.run(run([int(x) for x in args.rows.split(",")], args.queries, args.seed))
+    res = asyncio.run(
+        run(
+            [int(x) for x in args.rows.split(",")],
+            args.queries,
+            args.seed,
+            args.layouts.split(","),
+        )
+    )
     if args.out:
         with open(args.out, "w") as f:
             json.dump(res, f, indent=2)

@@ -85,7 +85,7 @@ def test_the_hot_index_stores_vectors_as_int8_at_under_two_fifths_of_float32() -
             COL: pa.FixedSizeListArray.from_arrays(flat, dim),
         }
     )
-    t = HotTable("traces", [COL], dim, {})
+    t = HotTable("traces", [COL], dim, {"hot_vector_dtype": "i8"})
     t.reserve(n)
     t.load_batch(batch)
     assert t.vecs[COL].dtype == np.int8
@@ -108,13 +108,14 @@ def test_the_hot_index_stores_vectors_as_int8_at_under_two_fifths_of_float32() -
     assert stored() == before
 
 
+@pytest.mark.parametrize(("layout", "codes"), [("i8", np.int8), ("i4", np.uint8)])
 def test_int8_ranking_matches_the_exact_float32_ranking_on_real_minilm_vectors(
-    minilm: tuple[np.ndarray, np.ndarray],
+    minilm: tuple[np.ndarray, np.ndarray], layout: str, codes: type
 ) -> None:
     docs, queries = minilm
-    t = HotTable("traces", [COL], docs.shape[1], {})
+    t = HotTable("traces", [COL], docs.shape[1], {"hot_vector_dtype": layout})
     t.upsert(_rows(docs))
-    assert t.vecs[COL].dtype == np.int8  # the claim is about the quantised index
+    assert t.vecs[COL].dtype == codes  # the claim is about the quantised index
     mask = np.ones(len(docs), dtype=bool)
     recall, top1, worst = [], [], 0.0
     for q in queries:

@@ -70,7 +70,7 @@ def test_the_hot_table_holds_codes_and_scales_only_and_reads_the_residuals_exact
             COL: pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), dim),
         }
     )
-    t = HotTable("traces", [COL], dim, {}, tmp_path)
+    t = HotTable("traces", [COL], dim, {"hot_vector_dtype": "i8"}, tmp_path)
     t.reserve(n + 1)
     t.load_batch(batch)  # slots 0..299, one write of the residuals
     extra = rng.standard_normal(dim).astype(np.float32)
@@ -79,10 +79,10 @@ def test_the_hot_table_holds_codes_and_scales_only_and_reads_the_residuals_exact
     assert table_bytes(t)["vectors"] / (n + 1) <= 390
     assert t.resid[COL].file_bytes() == (n + 1) * 192
     # the stored vectors are the codes plus the residual, bit for bit as quantised in memory
-    q8, r4, scale = quantize_rows(
-        np.vstack([unit, extra / np.linalg.norm(extra)]).astype(np.float32), t.vec_dtype
+    q8, scale, r4 = quantize_rows(
+        np.vstack([unit, extra / np.linalg.norm(extra)]).astype(np.float32), t.layout
     )
-    want = unit_rows(q8, r4, scale)
+    want = unit_rows(q8, scale, r4, t.layout, dim)
     slots = rng.permutation(n + 1)[:80]
     assert np.array_equal(t.unit_vectors(COL, slots), want[slots])
     # and a query's scores are float32's to ~1e-4 (the residual read for every candidate)

@@ -337,12 +337,13 @@ DEFAULTS: dict[str, Any] = {
         #: (hotindex/residency.py). ~2.5 KB per trace with int8 vectors, ~3.4 with the HNSW
         #: graph above hot_ann_threshold_rows (hot-int8.md): 1024 MB holds ~300k
         "hot_index_max_mb": 1024,
-        #: the mirror's vectors: "i8" (int8 codes + an int4 residual + a scale per row, 0.39 KB
-        #: per 384-d vector in memory and the 0.19 KB residual in a side file, scanned by a SIMD
-        #: int8 kernel and rescored with the residual: recall@10 vs exact float32 1.00 at
-        #: 10k-100k on the bench corpus) or "f32" (1.54 KB);
-        #: hotindex/quantized.py, bench/results/hot-int8.md
-        "hot_vector_dtype": "i8",
+        #: the mirror's vectors: "i4" (4-bit codes + a scale per row in memory, 0.20 KB per 384-d
+        #: vector, scanned by a SIMD int4 kernel; the best 4 × limit rescored from a side file
+        #: holding int8 codes + int4 residual + scale, 0.58 KB: recall@10 vs exact float32 as
+        #: "i8"'s, 0.998-0.999 at 10k-100k on the bench corpus), "i8" (int8 codes + scale in
+        #: memory, 0.39 KB, the residual in the side file) or "f32" (1.54 KB);
+        #: hotindex/quantized.py, bench/results/hot-int4.md, hot-int8.md
+        "hot_vector_dtype": "i4",
         #: above this many vectors in a column the mirror adds an HNSW graph (usearch, int8).
         #: bench/hot_int8.py at load 6-9: the int8 scan 1.1 ms at 20k (float32 1.5), 6.6 at 50k,
         #: 8.5 at 100k; the graph 0.6 / 1.1 / 1.8 ms (idle, the int8 scan at 100k is ~2 ms). 30k

@@ -1,12 +1,13 @@
-"""One table held in memory: int8 vector matrices, filter columns, lexical index; rows by slot in
-a side file (``rowfile.py``: read only for the rows a query returns).
+"""One table held in memory: quantised vector codes, filter columns, lexical index; rows by slot
+in a side file (``rowfile.py``: read only for the rows a query returns).
 
 A slot is a row's position; it never moves (a delete leaves a tombstone, an update rewrites the slot
 in place), so the vector matrices, the filter columns, the postings and the ANN keys all share it.
 Visibility is decided per distinct ownership tuple by the one ownership rule, then applied to the
 slots as an integer-code mask: a query never evaluates the rule per row. Vectors are held as
-int8 with a scale per row and scanned with a SIMD int8 kernel (``quantized.py``); their int4
-residuals, read only to rescore a query's candidates, are in a side file (``slotfile.py``).
+4-bit (or int8) codes with a scale per row and scanned with a SIMD kernel (``quantized.py``);
+what rescores a query's candidates (int8 codes, int4 residual, scale) is in a side file
+(``slotfile.py``), read only for them.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from stratamem.core.hotindex.ids import IdIndex, SlotIds
 from stratamem.core.hotindex.lexical import Lexical, Substrings
 from stratamem.core.hotindex.quantized import (
     dots,
-    dtype_of,
     encode_query,
+    layout_of,
     quantize_rows,
-    resid_width,
     unit_rows,
 )
 from stratamem.core.hotindex.rowfile import Row, RowFile
@@ -97,10 +97,6 @@ def unit_matrix(batch: pa.RecordBatch, col: str, dim: int) -> tuple[np.ndarray, 
     return out, ok
 
 
-#: an int8 scan's best ``RESCORE`` × limit candidates are rescored with the residual (float32
-#: query): the int8 codes alone moved near-ties (recall@10 vs exact 0.983-0.985 at 100k on the
-#: bench corpus); their best 4 × limit hold the true top k (bench/results/hot-int8.md)
-RESCORE = 4
 #: sessions whose (ts, id) order is kept between reads (a session's turns are read for the
 #: neighbours of a hit: the cache of every session ever read grew ~1 KB a session)
 SESSION_ORDERS_CACHED = 256
@@ -154,13 +150,14 @@ class HotTable:
         self._session_order: dict[int, SessionOrder] = {}
         #: tag -> its slots, ascending
         self.tags: dict[str, array[int]] = {}
-        #: int8 codes and a scale per row (``quantized.py``; float32 rows, no residual with
-        #: ``hot_vector_dtype = "f32"``); the packed int4 residuals, read only to rescore
-        #: candidates, in a side file per column (``slotfile.py``)
-        self.vec_dtype = dtype_of(self.cfg.get_str("hot_vector_dtype"))
-        self.vecs = {c: np.zeros((0, dim), dtype=self.vec_dtype) for c in self.vec_cols}
-        width = resid_width(dim, self.vec_dtype)
-        self.resid = {c: SlotFile(width, spill_dir) for c in self.vec_cols}
+        #: the first stage's codes and a scale per row (``quantized.py``: 4-bit codes with
+        #: ``hot_vector_dtype = "i4"``, int8 with "i8", float32 rows with "f32"); what rescoring
+        #: reads (the int8 codes, residual and scale with "i4", the residual with "i8"), only
+        #: for candidates, in a side file per column (``slotfile.py``)
+        self.layout = layout_of(self.cfg.get_str("hot_vector_dtype"))
+        width = self.layout.code_width(dim)
+        self.vecs = {c: np.zeros((0, width), dtype=self.layout.codes) for c in self.vec_cols}
+        self.resid = {c: SlotFile(self.layout.file_width(dim), spill_dir) for c in self.vec_cols}
         self.scales = {c: np.zeros(0, dtype=np.float32) for c in self.vec_cols}
         self.has = {c: np.zeros(0, dtype=bool) for c in self.vec_cols}
         self.ann: dict[str, Ann | None] = dict.fromkeys(self.vec_cols)
@@ -249,10 +246,10 @@ class HotTable:
                 continue
             if len(self.vecs[c]) < end:
                 self._grow_vectors(c, max(end, self._reserved))
-            q8, r4, scale = quantize_rows(mat[ok], self.vec_dtype)
-            self.vecs[c][first:end][ok] = q8
-            block = np.zeros((k, r4.shape[1]), dtype=np.uint8)
-            block[ok] = r4
+            codes, scale, records = quantize_rows(mat[ok], self.layout)
+            self.vecs[c][first:end][ok] = codes
+            block = np.zeros((k, records.shape[1]), dtype=np.uint8)
+            block[ok] = records
             self.resid[c].write(first, block)
             self.scales[c][first:end][ok] = scale
             self.has[c][first:end] = ok
@@ -359,9 +356,9 @@ class HotTable:
                 continue
             if len(self.vecs[c]) <= slot:  # a column's matrix exists once it holds a vector
                 self._grow_vectors(c, max(slot + 1, self._reserved))
-            q8, r4, scale = quantize_rows((arr / norm)[None, :], self.vec_dtype)
-            self.vecs[c][slot] = q8[0]
-            self.resid[c].write(slot, r4)
+            codes, scale, records = quantize_rows((arr / norm)[None, :], self.layout)
+            self.vecs[c][slot] = codes[0]
+            self.resid[c].write(slot, records)
             self.scales[c][slot] = scale[0]
             self.has[c][slot] = True
             self._ann_op(c, "add", slot)
@@ -430,16 +427,19 @@ class HotTable:
         return out
 
     def unit_vectors(self, col: str, slots: np.ndarray) -> np.ndarray:
-        """``unit_vector`` of each slot, as one float32 matrix (the residuals read per slot)."""
-        resid = self.resid[col].read(slots)
-        return unit_rows(self.vecs[col][slots], resid, self.scales[col][slots])
+        """``unit_vector`` of each slot, as one float32 matrix (the side file read per slot)."""
+        records = self.resid[col].read(slots)
+        return unit_rows(
+            self.vecs[col][slots], self.scales[col][slots], records, self.layout, self.dim
+        )
 
     def _ann_add_span(self, ann: Ann, col: str, part: np.ndarray) -> None:
-        """Hand ``part`` (ascending slots) to the graph, the residuals of their span read in one
-        sequential pass (a build reads every vector's)."""
+        """Hand ``part`` (ascending slots) to the graph, the side file's records of their span
+        read in one sequential pass (a build reads every vector's)."""
         lo = int(part[0])
-        resid = self.resid[col].read_range(lo, int(part[-1]) + 1)[part - lo]
-        ann.add(part, unit_rows(self.vecs[col][part], resid, self.scales[col][part]))
+        records = self.resid[col].read_range(lo, int(part[-1]) + 1)[part - lo]
+        vecs = self.vecs[col][part]
+        ann.add(part, unit_rows(vecs, self.scales[col][part], records, self.layout, self.dim))
 
     def scope_codes(self, scope: Scope) -> np.ndarray:
         """The owner codes ``scope`` may read (the one ownership rule, per distinct owner tuple)."""
@@ -516,11 +516,11 @@ class HotTable:
         limit: int,
         keep: dict[int, np.ndarray] | None = None,
     ) -> list[tuple[int, float]]:
-        """Top-``limit`` cosine among the slots passing ``mask``: an int8 scan (or the ANN graph's
-        proposals), then its best ``RESCORE`` × ``limit`` rescored exactly with the float32 query
-        against the stored unit vectors (``quantized.py``), best first. ``keep``: gets the unit
-        vector of each slot returned (``unit_vector``'s bytes: its rows are made without reading
-        the residuals again, ``hot_channels.full_rows``)."""
+        """Top-``limit`` cosine among the slots passing ``mask``: a scan of the codes (or the ANN
+        graph's proposals), then its best ``layout.rescore`` × ``limit`` rescored with the
+        float32 query against the stored unit vectors (``quantized.py``), best first. ``keep``:
+        gets the unit vector of each slot returned (``unit_vector``'s bytes: its rows are made
+        without reading the side file again, ``hot_channels.full_rows``)."""
         mat = self.vecs[col]
         n = min(self.n, len(mat))
         if n == 0 or limit <= 0 or qvec.shape != (self.dim,):
@@ -544,14 +544,14 @@ class HotTable:
                 if len(got) >= limit:
                     slots = got
         if slots is None:
-            query = encode_query(qvec, mat.dtype)
+            query = encode_query(qvec, self.layout)
             if count * 4 < n:
                 slots = np.flatnonzero(valid)
-                approx = dots(query, mat[slots]) * scale[slots]
+                approx = dots(query, mat[slots], self.layout) * scale[slots]
             else:
-                approx = dots(query, mat[:n]) * scale[:n]
+                approx = dots(query, mat[:n], self.layout) * scale[:n]
                 approx[~valid] = -np.inf
-            m = min(count, limit * RESCORE)
+            m = min(count, limit * self.layout.rescore)
             best = (
                 np.argpartition(-approx, m - 1)[:m] if len(approx) > m else np.arange(len(approx))
             )
