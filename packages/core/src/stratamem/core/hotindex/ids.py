@@ -4,8 +4,9 @@ A ``dict`` of id strings to slots and a list of the ids cost ~120 B a trace (the
 object per slot, the hash table's entries), the ids being read only when a row is written,
 deleted or ordered within its session. Here an id costs 12 bytes resident: its ``hash`` (per
 process, like the index) and its slot, in two arrays sorted by hash; the ids added since the last
-merge wait in two small arrays in the order they came (found by a vectorised compare: a few
-microseconds for a full batch). A hash match is confirmed against the row's own id
+merge wait in small arrays kept sorted by hash (an insert moves at most a batch's entries; a
+lookup is a bisection), their ids' bytes in one ``bytearray`` so a match among them is confirmed
+without reading the row. A hash match is confirmed against the row's own id
 (``RowFile``), so two ids that share a hash are still told apart. The batch waiting was a
 ``dict`` of the ids' strings: up to 4,096 strings alive for thousands of turns, ~20 B a trace
 on average and long-lived small objects among the transient ones in CPython's arenas
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -51,9 +53,12 @@ class IdIndex:
         self._ids = SlotIds(rows)
         self._keys = np.zeros(0, dtype=np.int64)
         self._slots = np.zeros(0, dtype=np.int32)  # -1: the id was deleted
-        #: ids added since the last merge: their hashes and slots (-1: deleted), in that order
+        #: ids added since the last merge: their hashes (sorted), slots (-1: deleted) and where
+        #: their UTF-8 bytes are in ``_new_bytes`` (offset << 32 | length)
         self._new_keys: array[int] = array("q")
         self._new_slots: array[int] = array("i")
+        self._new_at: array[int] = array("q")
+        self._new_bytes = bytearray()
         self._live = 0
 
     def __len__(self) -> int:
@@ -81,13 +86,18 @@ class IdIndex:
 
     def _find_new(self, rid: str, h: int) -> int:
         """Position of ``rid`` among the ids not yet merged (-1: not there)."""
-        if not self._new_keys:
-            return -1
-        hits = np.flatnonzero(np.frombuffer(self._new_keys, dtype=np.int64) == h).tolist()
-        for at in hits:
-            slot = self._new_slots[at]
-            if slot >= 0 and self._ids[slot] == rid:
-                return int(at)
+        keys = self._new_keys
+        at = bisect_left(keys, h)
+        raw: bytes | None = None
+        while at < len(keys) and keys[at] == h:
+            if self._new_slots[at] >= 0:
+                if raw is None:
+                    raw = rid.encode("utf-8", "surrogatepass")
+                where = self._new_at[at]
+                off = where >> 32
+                if self._new_bytes[off : off + (where & 0xFFFFFFFF)] == raw:
+                    return at
+            at += 1
         return -1
 
     def get(self, rid: str, default: int | None = None) -> int | None:
@@ -100,13 +110,19 @@ class IdIndex:
 
     def __setitem__(self, rid: str, slot: int) -> None:
         """Map a new id (not held) to ``slot`` (whose row is, or is about to be, ``rid``'s)."""
-        self._new_keys.append(hash(rid))
-        self._new_slots.append(slot)
+        h = hash(rid)
+        raw = rid.encode("utf-8", "surrogatepass")
+        at = bisect_right(self._new_keys, h)
+        self._new_keys.insert(at, h)
+        self._new_slots.insert(at, slot)
+        self._new_at.insert(at, len(self._new_bytes) << 32 | len(raw))
+        self._new_bytes += raw
         self._live += 1
         if len(self._new_keys) >= MERGE_EVERY:
             keys = np.frombuffer(self._new_keys, dtype=np.int64).copy()
             slots = np.frombuffer(self._new_slots, dtype=np.int32).copy()
             self._new_keys, self._new_slots = array("q"), array("i")
+            self._new_at, self._new_bytes = array("q"), bytearray()
             self._merge_hashes(keys[slots >= 0], slots[slots >= 0])
 
     def pop(self, rid: str, default: int | None = None) -> int | None:
@@ -148,4 +164,5 @@ class IdIndex:
     def nbytes(self) -> int:
         """Bytes held: the arrays, and the ids waiting to be merged."""
         n = self._keys.nbytes + self._slots.nbytes
-        return n + sys.getsizeof(self._new_keys) + sys.getsizeof(self._new_slots)
+        new = (self._new_keys, self._new_slots, self._new_at, self._new_bytes)
+        return n + sum(sys.getsizeof(a) for a in new)
