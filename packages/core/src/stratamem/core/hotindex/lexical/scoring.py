@@ -167,15 +167,16 @@ class Lexical(Postings):
         average.
         """
         slots, raw = got
-        tfs = raw.astype(np.float32, copy=False)  # (the postings hold bytes: exact)
         if len(slots) < _BOUND_MIN_DF:
+            tfs = raw.astype(np.float32, copy=False)  # (the postings hold bytes: exact)
             dl = lens[slots].astype(np.float64)
             return float(np.max(tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / avg))))
         if not 0.8 * self._bound_avg <= avg <= 1.25 * self._bound_avg:
             self._bound.clear()
             self._bound_avg = avg
         bound = self._bound.get(tok)
-        if bound is None:
+        if bound is None:  # (converted only here: a cached bound reads no posting)
+            tfs = raw.astype(np.float32, copy=False)
             dl = lens[slots].astype(np.float64)
             ref = self._bound_avg
             bound = float(np.max(tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * dl / ref))))
