@@ -1,17 +1,19 @@
-"""Fixed-width records by slot, held outside the process's memory: the vectors' int4 residuals.
+"""Fixed-width records by slot, held outside the process's memory: what rescoring reads.
 
-A 384-d row's residual is 192 of its 0.58 KB in the hot index, and it is read only to rescore a
-query's best int8 candidates (``RESCORE`` × limit), for the rows a query returns and when the ANN
-graph is built: the int8 scan never touches it. Held in an array it grew the process by 192 B per
-trace for data read a few dozen rows at a time, so it lives in an anonymous side file beside the
-rows' (``rowfile.py``): slot ``s`` at offset ``s × width``, written with ``os.pwrite``, read with
-one ``os.pread`` per candidate (or one per contiguous range, for the graph). A slot never moves,
-so there is nothing to compact; a slot never written reads as zeros. Recently read records are in
+With ``storage.hot_vector_dtype = "i4"`` a record is a row's int8 codes, int4 residual and scale
+(580 B at 384 dims; only 4-bit codes stay in memory), with ``"i8"`` the residual alone (192 B).
+It is read only to rescore a query's best first-stage candidates (``Layout.rescore`` × limit) or
+the ANN graph's proposals, for the rows a query returns and when the graph is built: the scan
+never touches it. Held in an array it grew the process by its width per trace for data read a
+few dozen rows at a time, so it lives in an anonymous side file beside the rows'
+(``rowfile.py``): slot ``s`` at offset ``s × width``, written with ``os.pwrite``, read with one
+``os.pread`` per candidate (or one per contiguous range, for the graph). A slot never moves, so
+there is nothing to compact; a slot never written reads as zeros. Recently read records are in
 the kernel's page cache, not in the process; the file is rebuilt with the index at start.
 
 Readers may run in other threads: the file and its width never change once made, and a record
-is read before or after a write to it (the int8 codes beside it are not written atomically
-either: a row's vector is rewritten in place only by an update of that row).
+is read before or after a write to it (the in-memory codes beside it are not written
+atomically either: a row's vector is rewritten in place only by an update of that row).
 """
 
 from __future__ import annotations
