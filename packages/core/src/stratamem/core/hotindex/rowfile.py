@@ -162,11 +162,11 @@ class RowFile:
         return out
 
     def column_chunks(self, name: str, size: int = 0) -> Iterator[list[Any]]:
-        """Every slot's value of ``name`` in slot order, ``size`` slots a list (the substring
-        channel's texts): the file read in large sequential stretches, and no Python object per
-        row alive beyond a chunk's (``size``: ``CHUNK_ROWS`` for 0; a whole column at once, its values and the row tuples decoded
-        for them, needed new CPython arenas as the table grew, which other allocations then
-        pinned: soak-session13-lexmem.md)."""
+        """Every slot's value of ``name`` in slot order, ``size`` slots a list (``CHUNK_ROWS`` for
+        0), the file read in large sequential stretches. No Python object per row outlives its
+        chunk: a whole column at once (its values and the rows decoded for them) needed new
+        CPython arenas as the table grew, which other allocations then pinned
+        (soak-session13-lexmem.md)."""
         size = size or CHUNK_ROWS
         spill, loc = self._state
         n = self._n
