@@ -78,6 +78,10 @@ class JournalWriter:
         self._replay_top = 0
         self._next_housekeeping = 0.0
         self._wake = asyncio.Event()
+        #: LanceDB commits made (one per applied batch; bench/soak.py samples it): the soak
+        #: made one per ~4 turns, and 4x as many left its RSS growth as it was
+        #: (bench/results/soak-session14-lance.md)
+        self.commits_total = 0
         self._applied = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -330,6 +334,7 @@ class JournalWriter:
                             done.append(([s], await self._apply([s])))
                         except Exception as one_exc:
                             await self._failed(s, one_exc)
+            self.commits_total += len(done)
             for applied, _ in done:
                 for s in applied:
                     self.pending.pop(s, None)
