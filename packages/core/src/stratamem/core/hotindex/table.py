@@ -386,7 +386,8 @@ class HotTable:
         return (
             self.ann[col] is None
             and self._ann_log[col] is None
-            and int(self.has[col][: self.n].sum()) >= threshold
+            # (count_nonzero: a bool array's sum casts it through a 64 KB buffer on every write)
+            and int(np.count_nonzero(self.has[col][: self.n])) >= threshold
         )
 
     async def build_ann(self, col: str) -> None:
@@ -526,7 +527,7 @@ class HotTable:
         if n == 0 or limit <= 0 or qvec.shape != (self.dim,):
             return []
         valid = mask[:n] & self.has[col][:n]
-        count = int(valid.sum())
+        count = int(np.count_nonzero(valid))
         if count == 0:
             return []
         scale = self.scales[col]
