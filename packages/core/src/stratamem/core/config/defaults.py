@@ -414,7 +414,11 @@ DEFAULTS: dict[str, Any] = {
         "malloc_trim_interval_s": 30,
     },
     "journal": {
-        #: how long the background writer batches journal entries before applying them
+        #: how long the background writer batches journal entries before applying them. It
+        #: commits whatever is pending (one LanceDB commit a batch: ~2,400-2,900 per 10k soak
+        #: turns); a commit per turn added only ~0.5 MB RSS per 1,000 commits, and a linger for
+        #: fuller batches delayed paced applies by 150-250 ms under load, so it does not linger
+        #: (bench/results/soak-session14-lance.md)
         "apply_batch_max": 64,
         "apply_idle_ms": 20,
         #: an entry that fails is retried alone, backing off from retry_backoff_ms (doubling, capped
