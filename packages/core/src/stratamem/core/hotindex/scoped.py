@@ -10,9 +10,9 @@ The hot index mirrors every namespace's rows, and retrieval reads it by slot mas
 * refuses a slot outside its scope wherever a row leaves the index (``full_row``, ``rows[slot]``)
   with ``permission_denied`` — a bug in a mask fails closed instead of leaking.
 
-Whole-column reads (``rows.column_chunks(name)``) stay whole: the substring channel scans the
-texts under a mask. Raw tables are for named maintenance jobs (``HotIndex.maintenance_table``),
-like ``LanceStore.maintenance_table``.
+Whole-column reads (``rows.column_chunks(name)``) are not filtered by scope: the substring
+channel applies its mask to the texts they yield. Raw tables are for named maintenance jobs
+(``HotIndex.maintenance_table``), like ``LanceStore.maintenance_table``.
 """
 
 from __future__ import annotations
