@@ -1,7 +1,9 @@
 """The end of a turn: validate, pick the episode, build the trace rows (capture), and commit them
 with the episode's turns to the SQLite journal in one transaction — durable before the ack.
 
-The journal writer applies them to LanceDB (embedding first) in the background.
+The journal writer applies them to LanceDB (embedding first) in the background. The trace ids are
+minted inside the transaction, so the writer knows no row with them is stored: it appends them
+(storage/journal.py says why that matters and when it upserts instead).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ async def turn_end(svc: EngineServices, result: TurnResult, ns: Namespace | None
         async with svc.session_lock(result.session_id):
             done = await svc.run_db(lambda: svc.db.call(lambda c: _capture(c, svc, result, ns)))
             if done.entries:
-                svc.journal.add_committed(done.entries)
+                svc.journal.add_committed(done.entries, new=True)  # ids minted in _capture
     if done.session_created:
         svc.bus.emit(
             "session.opened",

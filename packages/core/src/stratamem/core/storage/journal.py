@@ -1,7 +1,14 @@
 """The capture journal's single background writer: SQLite journal -> LanceDB, idempotently.
 
 ``turn_end`` commits trace rows (without vectors) to the journal and returns; this writer embeds them,
-``merge_insert``s them on ``id`` and marks them applied. Start-up replays whatever was not applied.
+writes them to LanceDB and marks them applied. Start-up replays whatever was not applied.
+
+Rows whose ids ``turn_end`` minted in the transaction it just committed cannot be stored yet: their
+first attempt appends them (``LanceStore.insert``, no join). Everything else is ``merge_insert``ed
+on ``id`` (``LanceStore.upsert``, idempotent): an entry read back from disk (start-up replay, a
+requeue) may have been stored before a crash between LanceDB's commit and ``journal_mark_applied``,
+and a retry may follow a failure that came after the commit. The join scans the table's ids, so
+its cost grows with the table (bench/results/soak-session14.md); the append's does not.
 Unapplied rows are mirrored in memory so reads can see them (read-your-writes) at no SQL cost.
 One entry that cannot be applied is retried, then set aside; it never holds the others back.
 """
@@ -34,6 +41,9 @@ _log = get_logger("journal")
 EMBED_KEY = "_embed"
 #: entry key set (to the reason) on an entry read back from disk that no read could show
 UNREADABLE = "unreadable"
+#: entry key (in memory only, never journaled) of an entry whose target id was minted in the
+#: transaction that committed it: nothing can have stored it, so its first attempt appends
+NEW = "new"
 
 
 class JournalWriter:
@@ -82,6 +92,10 @@ class JournalWriter:
         #: made one per ~4 turns, and 4.2x as many added only ~0.5 MB of RSS per 1,000 commits
         #: (bench/results/soak-session14-lance.md)
         self.commits_total = 0
+        #: table writes started, by kind: appends of new rows (``LanceStore.insert``) and
+        #: ``merge_insert`` upserts (replays, retries); bench/soak.py samples both
+        self.appends_total = 0
+        self.merges_total = 0
         self._applied = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -149,10 +163,17 @@ class JournalWriter:
         return len(self.pending) + (self._unloaded if self._more_on_disk else 0)
 
     # -- intake ----------------------------------------------------------------------------
-    def add_committed(self, entries: list[dict[str, Any]]) -> None:
-        """Register entries already committed to SQLite (called right after the commit)."""
+    def add_committed(self, entries: list[dict[str, Any]], *, new: bool = False) -> None:
+        """Register entries already committed to SQLite (called right after the commit).
+
+        ``new``: their target ids were minted in that transaction, so no row with them is stored
+        and the first attempt may append them. Should a page read from disk have taken an entry
+        first, it stays an upsert (it was registered as read back)."""
         for e in entries:
-            self.pending[int(e["seq"])] = e
+            seq = int(e["seq"])
+            if new and seq not in self.pending:
+                e[NEW] = True
+            self.pending[seq] = e
         if not self._more_on_disk:
             self._loaded_upto = max(self._loaded_upto, *(int(e["seq"]) for e in entries), 0)
         self._wake.set()
@@ -348,6 +369,10 @@ class JournalWriter:
 
     async def _apply(self, seqs: list[int]) -> list[dict[str, Any]]:
         entries = [self.pending[s] for s in seqs]
+        # a group of entries none of which can be stored yet is appended; the flags go before
+        # any write, so every later attempt (whatever failed, maybe after LanceDB's commit)
+        # merges on id instead
+        append = all([e.pop(NEW, False) for e in entries])  # (a list: every flag goes)
         with span("journal.apply", entries=len(entries)):
             by_table: dict[str, list[dict[str, Any]]] = {}
             rows = [dict(e["payload"]) for e in entries]
@@ -356,7 +381,12 @@ class JournalWriter:
                 row["journal_seq"] = e["seq"]
                 by_table.setdefault(e.get("table", "traces"), []).append(row)
             for table, trows in by_table.items():
-                await self.store.upsert(table, trows)
+                if append:
+                    self.appends_total += 1
+                    await self.store.insert(table, trows)
+                else:
+                    self.merges_total += 1
+                    await self.store.upsert(table, trows)
                 await self.store.ensure_fts(table)
             for table, trows in by_table.items():
                 for hook in self.after_store:

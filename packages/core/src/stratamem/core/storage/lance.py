@@ -1,4 +1,5 @@
-"""LanceDB tables (async API): create/open with explicit schemas, upsert on id, index upkeep.
+"""LanceDB tables (async API): create/open with explicit schemas, upsert on id (append for rows known
+new), index upkeep.
 
 Cosine distance everywhere; native FTS on ``search_text``; an ANN index (IVF_HNSW_SQ, cosine) once a
 vector column holds ``ann_threshold_rows`` rows, queried with explicit ``nprobes``/``ef``/``refine``
@@ -281,19 +282,36 @@ class LanceStore:
 
     # -- writes ----------------------------------------------------------------------------
     async def upsert(self, name: str, rows: Sequence[dict[str, Any]]) -> int:
-        """Idempotent write keyed on ``id`` (replaying the same rows changes nothing)."""
+        """Idempotent write keyed on ``id`` (replaying the same rows changes nothing).
+
+        ``merge_insert("id")`` joins the rows against a scan of the table's ids (no index covers
+        the key): its CPU and allocations grow with the table (bench/merge_join.py). Rows known
+        not to be stored yet take ``insert``."""
+        return await self._write(name, rows, append=False)
+
+    async def insert(self, name: str, rows: Sequence[dict[str, Any]]) -> int:
+        """Append rows whose ids the caller knows are not stored (LanceDB ``add()``: no join, a
+        flat cost whatever the table's size). NOT idempotent: a row already stored would be
+        there twice, so anything that may have been written before (a replay, a retry after a
+        failure that may have followed the commit) goes through ``upsert``."""
+        return await self._write(name, rows, append=True)
+
+    async def _write(self, name: str, rows: Sequence[dict[str, Any]], *, append: bool) -> int:
         if not rows:
             return 0
         schema = await self._tables[name].schema()
         data = pa.Table.from_pylist([_conform(r, schema) for r in rows], schema=schema)
         async with self._write_lock:
-            await (
-                self._tables[name]
-                .merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(data, on_bad_vectors="null")
-            )
+            table = self._tables[name]
+            if append:
+                await table.add(data, on_bad_vectors="null")
+            else:
+                await (
+                    table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(data, on_bad_vectors="null")
+                )
             self._rows_since_optimize += len(rows)
             self._nonempty.add(name)
             if self.hot is not None:
