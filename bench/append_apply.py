@@ -50,8 +50,9 @@ async def _fill(core: Any, size: int, rng: np.random.Generator) -> None:
                 r[col] = (v / np.linalg.norm(v)).tolist()
             rows.append(r)
         await tbl.add(pa.Table.from_pylist(rows, schema=schema))
+    await store.ensure_indexes()  # as a home of this size has them (and not built mid-round)
     await store.optimize()
-    await store.reload_hot(wait_ann=False)
+    await store.reload_hot(wait_ann=True)  # no graph build running beside the rounds
 
 
 async def _turns(core: Any, n: int, tag: str) -> None:
