@@ -1,4 +1,13 @@
-"""Identifiers: ``<prefix>_`` + 12 Crockford base32 chars (time-ordered head, random tail)."""
+"""Identifiers: ``<prefix>_`` + 18 Crockford base32 chars (time-ordered head, random tail).
+
+The journal writer appends the trace rows ``turn_end`` mints, with no join on ``id``
+(storage/journal.py), and a capture mints several rows of a turn in one millisecond: such ids must
+not collide. The tail was 25 random bits: over a million four-row turns (six same-millisecond
+pairs each) a collision had a chance of ~1 in 6 (a silent overwrite under the old merge, a
+duplicate id under the append). With 45 bits it is ~1 in 6 million. The head was 35 bits of
+milliseconds and wrapped every 397 days (ids stopped sorting by creation); 45 bits last until
+the year 3085.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +26,9 @@ def _b32(value: int, width: int) -> str:
 
 
 def new_id(prefix: str) -> str:
-    """E.g. ``tr_01h9x3k7m2qa``: 7 chars of milliseconds (sorts by creation) + 5 random chars."""
-    ms = int(time.time() * 1000) & ((1 << 35) - 1)
-    return f"{prefix}_{_b32(ms, 7)}{_b32(secrets.randbits(25), 5)}"
+    """E.g. ``tr_01kbm6x2h4q7d9pf3a``: 9 chars of milliseconds (sorts by creation) + 9 random."""
+    ms = int(time.time() * 1000) & ((1 << 45) - 1)
+    return f"{prefix}_{_b32(ms, 9)}{_b32(secrets.randbits(45), 9)}"
 
 
 def now_ms() -> int:
