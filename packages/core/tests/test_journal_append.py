@@ -18,7 +18,7 @@ from typing import Any
 import lancedb
 import pytest
 
-from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnResult
+from stratamem.contract.dtos import Namespace, RetrievalQuery, TracePatch, TurnResult
 from stratamem.core import open_core
 from stratamem.core.storage.ownership import Scope
 
@@ -183,8 +183,12 @@ async def test_a_retry_after_the_append_committed_leaves_one_row_per_id(
         assert core.journal.set_aside_total == 0
         ids = [r["id"] for r in await core.store.scan("traces", Scope.everything("t"), None, 100)]
         assert sorted(ids) == sorted(a.trace_id for a in acks), "a retried row is there twice"
-        # the first attempt appended; the retry merged on id
+        # the first attempt appended; the retry looked the ids up
         assert core.journal.appends_total >= 1 and core.journal.merges_total >= 1
+        # the hot index holds every row, those the failed attempt stored included
+        assert core.store.hot is not None
+        hot = core.store.hot.maintenance_table("traces", "test")
+        assert hot is not None and hot.live == len(acks)
 
 
 async def test_new_turns_are_appended_without_a_merge(tmp_path: Path) -> None:
@@ -214,3 +218,41 @@ async def test_new_turns_are_appended_without_a_merge(tmp_path: Path) -> None:
         finally:
             db.close()
         assert payloads and not any('"new"' in p for p in payloads)
+
+
+async def test_a_retry_keeps_an_edit_made_after_the_append_committed(tmp_path: Path) -> None:
+    """The mark fails after the row was stored; the trace is edited while the entry waits for its
+    retry; the retry must not put the journaled text back over the edit."""
+    async with open_core(
+        tmp_path, embedding__provider="none", journal__retry_backoff_ms=1500
+    ) as core:
+        failed = _fail_once(core.db, "journal_mark_applied")
+        ack = await core.turn_end(
+            TurnResult(
+                agent="hermes",
+                session_id="s-edit",
+                agent_text="the answer as captured",
+                user_text="the question as captured",
+                ts=int(time.time() * 1000),
+            )
+        )
+        for _ in range(600):  # the single entry failed after its append: it waits to be retried
+            if failed and core.journal._failing:
+                break
+            await asyncio.sleep(0.01)
+        assert failed and ack.trace_id in core.journal.pending_ids()
+        edited = await core.update_trace(
+            ack.trace_id, TracePatch(user_text="the question as edited"), NS
+        )
+        assert edited is not None and edited.user_text == "the question as edited"
+        for _ in range(1200):
+            if not core.journal.pending:
+                break
+            await asyncio.sleep(0.05)
+        assert not core.journal.pending and core.journal.merges_total >= 1
+        got = await core.get_trace(ack.trace_id, NS)
+        assert got is not None and got.user_text == "the question as edited"
+        ids = [r["id"] for r in await core.store.scan("traces", Scope.everything("t"), None, 10)]
+        assert ids == [ack.trace_id]
+        hits = await core.search(RetrievalQuery(agent="hermes", query="edited", namespace=NS))
+        assert [h.ref_id for h in hits.hits] == [ack.trace_id]

@@ -4,11 +4,14 @@
 writes them to LanceDB and marks them applied. Start-up replays whatever was not applied.
 
 Rows whose ids ``turn_end`` minted in the transaction it just committed cannot be stored yet: their
-first attempt appends them (``LanceStore.insert``, no join). Everything else is ``merge_insert``ed
-on ``id`` (``LanceStore.upsert``, idempotent): an entry read back from disk (start-up replay, a
-requeue) may have been stored before a crash between LanceDB's commit and ``journal_mark_applied``,
-and a retry may follow a failure that came after the commit. The join scans the table's ids, so
-its cost grows with the table (bench/results/soak-session14.md); the append's does not.
+first attempt appends them (``LanceStore.insert``, no join). Everything else is appended only where
+its id is not stored (``LanceStore.insert_missing``, idempotent): an entry read back from disk
+(start-up replay, a requeue) may have been stored before a crash between LanceDB's commit and
+``journal_mark_applied``, and a retry may follow a failure that came after the commit. A stored
+row was written from the entry's own payload and may have been edited since, so it is kept (a
+merge would put the payload back over an ``update_trace`` made meanwhile). That look-up filters
+the table's ids, so its cost grows with the table (bench/results/soak-session14.md); the
+append's does not.
 Unapplied rows are mirrored in memory so reads can see them (read-your-writes) at no SQL cost.
 One entry that cannot be applied is retried, then set aside; it never holds the others back.
 """
@@ -92,8 +95,8 @@ class JournalWriter:
         #: made one per ~4 turns, and 4.2x as many added only ~0.5 MB of RSS per 1,000 commits
         #: (bench/results/soak-session14-lance.md)
         self.commits_total = 0
-        #: table writes started, by kind: appends of new rows (``LanceStore.insert``) and
-        #: ``merge_insert`` upserts (replays, retries); bench/soak.py samples both
+        #: table writes started, by kind: appends of new rows (``LanceStore.insert``) and writes
+        #: keyed on id (``LanceStore.insert_missing``: replays, retries); bench/soak.py samples both
         self.appends_total = 0
         self.merges_total = 0
         self._applied = asyncio.Condition()
@@ -371,7 +374,7 @@ class JournalWriter:
         entries = [self.pending[s] for s in seqs]
         # a group of entries none of which can be stored yet is appended; the flags go before
         # any write, so every later attempt (whatever failed, maybe after LanceDB's commit)
-        # merges on id instead
+        # looks its ids up and keeps what is stored
         append = all([e.pop(NEW, False) for e in entries])  # (a list: every flag goes)
         with span("journal.apply", entries=len(entries)):
             by_table: dict[str, list[dict[str, Any]]] = {}
@@ -386,7 +389,7 @@ class JournalWriter:
                     await self.store.insert(table, trows)
                 else:
                     self.merges_total += 1
-                    await self.store.upsert(table, trows)
+                    await self.store.insert_missing(table, trows)
                 await self.store.ensure_fts(table)
             for table, trows in by_table.items():
                 for hook in self.after_store:

@@ -287,35 +287,56 @@ class LanceStore:
         ``merge_insert("id")`` joins the rows against a scan of the table's ids (no index covers
         the key): its CPU and allocations grow with the table (bench/merge_join.py). Rows known
         not to be stored yet take ``insert``."""
-        return await self._write(name, rows, append=False)
+        return await self._write(name, rows, "merge")
 
     async def insert(self, name: str, rows: Sequence[dict[str, Any]]) -> int:
         """Append rows whose ids the caller knows are not stored (LanceDB ``add()``: no join, a
         flat cost whatever the table's size). NOT idempotent: a row already stored would be
         there twice, so anything that may have been written before (a replay, a retry after a
-        failure that may have followed the commit) goes through ``upsert``."""
-        return await self._write(name, rows, append=True)
+        failure that may have followed the commit) goes through ``insert_missing``."""
+        return await self._write(name, rows, "append")
 
-    async def _write(self, name: str, rows: Sequence[dict[str, Any]], *, append: bool) -> int:
+    async def insert_missing(self, name: str, rows: Sequence[dict[str, Any]]) -> int:
+        """Append the rows whose ids are not stored; a stored row is kept as it is (idempotent).
+
+        For a journal entry that may have been stored before (a replay, a retry): its row was
+        written from this very payload, and may have been edited since (``update_trace``, a
+        reward, a reflection), so the stored row wins where ``upsert`` would overwrite the edit.
+        The hot index is given the stored rows too (a failure after the commit may have kept
+        them from it). Returns how many rows were appended."""
+        return await self._write(name, rows, "keep")
+
+    async def _write(self, name: str, rows: Sequence[dict[str, Any]], mode: str) -> int:
         if not rows:
             return 0
         schema = await self._tables[name].schema()
-        data = pa.Table.from_pylist([_conform(r, schema) for r in rows], schema=schema)
         async with self._write_lock:
             table = self._tables[name]
-            if append:
-                await table.add(data, on_bad_vectors="null")
-            else:
+            hot_rows = list(rows)
+            if mode == "keep":
+                stored = (
+                    await table.query()
+                    .where(ids_where([r["id"] for r in rows]))
+                    .limit(len(rows))
+                    .to_arrow()
+                )
+                have = set(stored.column("id").to_pylist())
+                rows = [r for r in rows if r["id"] not in have]
+                hot_rows = list(rows) + stored.to_pylist()
+            data = pa.Table.from_pylist([_conform(r, schema) for r in rows], schema=schema)
+            if mode == "merge":
                 await (
                     table.merge_insert("id")
                     .when_matched_update_all()
                     .when_not_matched_insert_all()
                     .execute(data, on_bad_vectors="null")
                 )
+            elif rows:
+                await table.add(data, on_bad_vectors="null")
             self._rows_since_optimize += len(rows)
             self._nonempty.add(name)
             if self.hot is not None:
-                await self._hot_upsert(name, rows)
+                await self._hot_upsert(name, hot_rows)
         if self.hot is not None and self.hot.over_budget():
             self._rebalance_soon()
         return len(rows)
