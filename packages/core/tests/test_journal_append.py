@@ -18,7 +18,7 @@ from typing import Any
 import lancedb
 import pytest
 
-from stratamem.contract.dtos import Namespace, RetrievalQuery, TracePatch, TurnResult
+from stratamem.contract.dtos import Namespace, RetrievalQuery, TracePatch, TurnEndAck, TurnResult
 from stratamem.core import open_core
 from stratamem.core.storage.ownership import Scope
 
@@ -137,6 +137,24 @@ async def _verify_replay(
         assert len(after) == len(set(after)) == len(journaled) + 1
 
 
+async def _take_turns(core: Any, session_id: str, text: str, n: int) -> list[TurnEndAck]:
+    """``n`` turns of one session: user text ``f"{text} {i}"``."""
+    acks = []
+    for i in range(n):
+        acks.append(
+            await core.turn_end(
+                TurnResult(
+                    agent="hermes",
+                    session_id=session_id,
+                    agent_text=f"answer {i}",
+                    user_text=f"{text} {i}",
+                    ts=int(time.time() * 1000),
+                )
+            )
+        )
+    return acks
+
+
 def _fail_once(obj: Any, name: str) -> list[int]:
     """Make ``obj.name`` raise on its first call, then behave."""
     real = getattr(obj, name)
@@ -162,19 +180,7 @@ async def test_a_retry_after_the_append_committed_leaves_one_row_per_id(
         # both fail after LanceDB's commit: the journal's mark (SQLite) and the in-memory mirror
         target = core.db if where == "mark_applied" else core.store.hot
         failed = _fail_once(target, "journal_mark_applied" if where == "mark_applied" else "upsert")
-        acks = []
-        for i in range(6):
-            acks.append(
-                await core.turn_end(
-                    TurnResult(
-                        agent="hermes",
-                        session_id="s-retry",
-                        agent_text=f"answer {i}",
-                        user_text=f"retried question {i}",
-                        ts=int(time.time() * 1000),
-                    )
-                )
-            )
+        acks = await _take_turns(core, "s-retry", "retried question", 6)
         for _ in range(1200):  # ~60 s: drain() does not wait for a failing entry's retry
             if not core.journal.pending:
                 break
@@ -193,19 +199,7 @@ async def test_a_retry_after_the_append_committed_leaves_one_row_per_id(
 
 async def test_new_turns_are_appended_without_a_merge(tmp_path: Path) -> None:
     async with open_core(tmp_path, embedding__provider="none") as core:
-        acks = []
-        for i in range(30):
-            acks.append(
-                await core.turn_end(
-                    TurnResult(
-                        agent="hermes",
-                        session_id="s-new",
-                        agent_text=f"answer {i}",
-                        user_text=f"a new question {i}",
-                        ts=int(time.time() * 1000),
-                    )
-                )
-            )
+        acks = await _take_turns(core, "s-new", "a new question", 30)
         await core.flush(60)
         assert core.journal.merges_total == 0
         assert core.journal.appends_total == core.journal.commits_total >= 1
