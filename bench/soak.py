@@ -52,7 +52,7 @@ async def _sample(core: Any, home: Path, turns: int, t0: float) -> dict[str, Any
         # LanceDB commits made by the journal writer (one per applied batch): ~2,400 per 10k
         # turns; the table version above adds the optimizes
         "commits": core.journal.commits_total,
-        # of which appends of new rows (no join) and merge_insert upserts (replays, retries)
+        # of which appends of new rows (no join) and id look-ups (insert_missing: replays, retries)
         "appends": core.journal.appends_total,
         "merges": core.journal.merges_total,
         "journal_rows": int(core.db.query("SELECT count(*) FROM journal")[0][0]),

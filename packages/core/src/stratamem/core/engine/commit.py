@@ -3,7 +3,7 @@ with the episode's turns to the SQLite journal in one transaction — durable be
 
 The journal writer applies them to LanceDB (embedding first) in the background. The trace ids are
 minted inside the transaction, so the writer knows no row with them is stored: it appends them
-(storage/journal.py says why that matters and when it upserts instead).
+(storage/journal.py says why that matters and when it looks ids up instead).
 """
 
 from __future__ import annotations

@@ -171,7 +171,7 @@ class JournalWriter:
 
         ``new``: their target ids were minted in that transaction, so no row with them is stored
         and the first attempt may append them. Should a page read from disk have taken an entry
-        first, it stays an upsert (it was registered as read back)."""
+        first, it keeps the look-up (it was registered as read back)."""
         for e in entries:
             seq = int(e["seq"])
             if new and seq not in self.pending:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import lancedb
 import numpy as np
@@ -39,6 +39,9 @@ from stratamem.core.telemetry import get_logger
 
 _log = get_logger("storage")
 
+
+#: how ``LanceStore._write`` treats ids already stored: merge over them, append blindly, keep them
+WriteMode = Literal["merge", "append", "keep"]
 
 #: rows the hot index takes between two yields of the event loop (``LanceStore._hot_upsert``)
 HOT_UPSERT_SLICE = 8
@@ -306,7 +309,7 @@ class LanceStore:
         them from it). Returns how many rows were appended."""
         return await self._write(name, rows, "keep")
 
-    async def _write(self, name: str, rows: Sequence[dict[str, Any]], mode: str) -> int:
+    async def _write(self, name: str, rows: Sequence[dict[str, Any]], mode: WriteMode) -> int:
         if not rows:
             return 0
         schema = await self._tables[name].schema()
