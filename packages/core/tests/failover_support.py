@@ -5,6 +5,7 @@ wants), and ``Proc``, a process with line-wise stdout whose stderr is shown when
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -70,13 +71,22 @@ class Proc:
             async with asyncio.timeout(STEP_S):
                 raw = await self.proc.stdout.readline()
         except TimeoutError:
-            self.proc.send_signal(signal.SIGABRT)  # faulthandler: its stacks go to stderr
-            await asyncio.wait_for(self.proc.wait(), 10)
-            raise AssertionError(f"{self.name}: no output in {STEP_S}s\n{self.stderr()}") from None
+            raise AssertionError(
+                f"{self.name}: no output in {STEP_S}s\n{await self.stacks()}"
+            ) from None
         if not raw:
             code = await self.proc.wait()
             raise AssertionError(f"{self.name} exited {code}\n{self.stderr()}")
         return raw.decode().strip()
+
+    async def stacks(self) -> str:
+        """End a stuck process with SIGABRT (faulthandler writes every thread's stack to its
+        stderr) and return that stderr: what the process was waiting on."""
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGABRT)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), 10)
+        return self.stderr()
 
     async def send(self, text: str) -> None:
         assert self.proc.stdin is not None
