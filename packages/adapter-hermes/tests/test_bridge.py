@@ -21,7 +21,7 @@ def test_a_bridge_closed_while_opening_runs_no_on_open_work(hermes_home: Path) -
         return bridges.default_opener(path, **overrides)
 
     old = bridges.acquire(home, opener=slow_open)
-    old.add_on_open(lambda core: opened.append("old"))  # beside the spool replay acquire added
+    old.add_on_open(lambda core: opened.append("old"))  # after the bridge's own spool replay
     opening = old.warm()
     bridges.release(old, timeout=0.1)  # its provider shut down before the service answered
     gate.set()

@@ -231,3 +231,42 @@ def test_a_turn_synced_while_the_core_is_still_opening_is_spooled_durably_then_r
         time.sleep(0.05)
     assert [t.user_text for t in _traces(provider, "sess-1")] == [FACT]
     mgr.shutdown_all()
+
+
+def test_a_turn_spooled_while_the_opening_core_replays_the_spool_is_read_your_writes(
+    hermes_home: Path,
+) -> None:
+    """A turn ``sync_turn`` spools after the opening core's replay claimed the spool is still
+    applied before the core serves a call (it used to wait for the next process's open)."""
+    from stratamem.hermes import bridge as bridges
+    from stratamem.hermes.provider import StratamemMemoryProvider
+
+    connect, resume = threading.Event(), threading.Event()
+    replayed = threading.Event()
+
+    def slow_open(home: Path, **overrides: Any) -> Any:
+        connect.wait(60)  # the service is still starting on a loaded machine
+        return bridges.default_opener(home, **overrides)
+
+    def pause(core: Any) -> None:  # on-open work after the spool replay claimed the spool
+        replayed.set()
+        resume.wait(60)
+
+    provider = StratamemMemoryProvider(opener=slow_open)
+    mgr = MemoryManager()
+    mgr.add_provider(provider)
+    mgr.initialize_all(session_id="sess-1", platform="cli", hermes_home=str(hermes_home))
+    provider._bridge.add_on_open(pause)
+    mgr.on_turn_start(1, FACT)
+    mgr.sync_all(FACT, "Noted: teal.", session_id="sess-1")
+    assert mgr.flush_pending(timeout=30)  # spooled: the core is not open
+    connect.set()
+    assert replayed.wait(120)  # the open replayed FACT and is not serving yet
+    mgr.on_turn_start(2, QUESTION)
+    mgr.sync_all(QUESTION, "You like teal.", session_id="sess-1")
+    assert mgr.flush_pending(timeout=30)  # spooled too: the core is still opening
+    assert len(list((hermes_home / "stratamem" / "spool" / "hermes").glob("*.turn"))) == 1
+    resume.set()
+    provider._bridge.warm().result(120)
+    assert sorted(t.user_text for t in _traces(provider, "sess-1")) == sorted([FACT, QUESTION])
+    mgr.shutdown_all()

@@ -74,18 +74,23 @@ class CoreBridge:
         self._opening: cf.Future[Any] | None = None
         self._closed = False
         self._on_open: list[Callable[[Any], Any]] = []
+        #: held while the open's last spool sweep runs and while a writer spools (``spool_unless_open``)
+        self._admit = threading.Lock()
+        self._serving = False  # that sweep ran: from now on a writer calls the core, never spools
         from stratamem.hermes.spool import Spool
 
         self.spool = Spool(home)
 
     def add_on_open(self, callback: Callable[[Any], Any]) -> None:
-        """Run ``callback(core)`` each time the core opens, before it serves any call."""
+        """Run ``callback(core)`` each time the core opens (after the spool replay), before it
+        serves any call."""
         with self._lock:
             self._on_open.append(callback)
 
     def _open(self) -> Any:
-        """Open the core, then run the on-open callbacks (the spool replay) before any call sees
-        it: turns acknowledged while the core was opening are read-your-writes too."""
+        """Open the core, replay the spool, run the on-open callbacks, then sweep the spool once
+        more, before any call sees the core: turns acknowledged while it was opening are
+        read-your-writes too."""
         core = self._opener(self.home)
         with self._lock:
             if self._closed:
@@ -94,14 +99,26 @@ class CoreBridge:
                 # the next bridge on this home, whose first recall must see those turns
                 return core
             callbacks = list(self._on_open)
-        for callback in callbacks:
-            try:
-                callback(core)
-            except Exception as exc:  # a failed replay keeps its files for the next open
-                import logging
-
-                logging.getLogger("stratamem.hermes").warning("stratamem on-open: %s", exc)
+        for callback in [self.spool.replay, *callbacks]:
+            _run_on_open(callback, core)
+        # A writer that found the core still opening spooled its turn; one that did so after the
+        # replay above had claimed the spool would wait for the next open (the next process, never
+        # for a gateway). Sweep once more with such writers held off; after this they call the core.
+        with self._admit:
+            if self.spool.pending():
+                _run_on_open(self.spool.replay, core)
+            self._serving = True
         return core
+
+    def spool_unless_open(self, put: Callable[[], Any]) -> bool:
+        """``put()`` (spool a write) and True, unless the core is open and serving: then False and
+        the caller calls it. Atomic with the open's last spool sweep, so no spooled write is left
+        behind by the open that was in progress when it was written."""
+        with self._admit:
+            if self._serving and not self._closed:
+                return False
+            put()
+            return True
 
     def ready(self, timeout: float) -> bool:
         """Whether the core is open (waiting up to ``timeout`` seconds for it)."""
@@ -170,6 +187,15 @@ class CoreBridge:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _run_on_open(callback: Callable[[Any], Any], core: Any) -> None:
+    try:
+        callback(core)
+    except Exception as exc:  # a failed replay keeps its files for the next open
+        import logging
+
+        logging.getLogger("stratamem.hermes").warning("stratamem on-open: %s", exc)
+
+
 def _close_when_open(future: cf.Future[Any]) -> None:
     if future.cancelled() or future.exception() is not None:
         return
@@ -189,7 +215,6 @@ def acquire(home: Path, opener: Opener | None = None) -> CoreBridge:
         entry = _REGISTRY.get(key)
         if entry is None or entry[0]._closed:
             bridge = CoreBridge(key, opener)
-            bridge.add_on_open(bridge.spool.replay)
             _REGISTRY[key] = (bridge, 1)
         else:
             bridge = entry[0]

@@ -304,10 +304,13 @@ class StratamemMemoryProvider(MemoryProvider):  # type: ignore[misc,unused-ignor
             turn_key=state.key,
             user_text=user_content,
         )
-        if bridge is None or not bridge.ready(SYNC_OPEN_WAIT_S):
-            # the core is still opening (or already closed): hand the turn over durably instead
+        if bridge is None:  # shut down: the next open replays it
             spool.put_turn(turn, result)
             return
+        if not bridge.ready(SYNC_OPEN_WAIT_S) and bridge.spool_unless_open(
+            lambda: spool.put_turn(turn, result)
+        ):
+            return  # the core is still opening (or closed): handed over durably, replayed on open
         try:
             if result.episode_id is None:  # recall was skipped or cut off: route now, same key
                 routed = bridge.call(lambda core: core.turn_start(turn), timeout=timeout)
