@@ -84,6 +84,9 @@ def malloc_mb() -> dict[str, Any]:
         # glibc's arenas (the main one first): how many, and each one's span in MB
         "n_arenas": len(arenas),
         "arena_sizes": [round(a["size"] / _MB, 1) for a in arenas],
+        # each arena's bytes in use: after malloc_trim, [heap] RSS less the first is what the
+        # trim could not return (soak-session16-native.md)
+        "arena_in_use": [round(a["in_use"] / _MB, 1) for a in arenas],
     }
 
 

@@ -49,3 +49,16 @@ def test_malloc_arenas_lists_the_main_arena_first() -> None:
         pytest.skip("glibc only")
     assert arenas and all(a["size"] > 0 and a["free"] >= 0 for a in arenas)
     assert arenas[0]["free_chunks"] >= 0
+
+
+def test_malloc_arenas_in_use_adds_up_to_mallinfo2() -> None:
+    """Each arena's in-use bytes (span less free chunks, top and fastbins) sum to what mallinfo2
+    counts in use: the soak compares the main arena's with its RSS after a trim."""
+    arenas = allocator.malloc_arenas()
+    info = allocator.mallinfo2()
+    if arenas is None or info is None:
+        pytest.skip("glibc only")
+    assert all(0 < a["in_use"] <= a["size"] for a in arenas[:1])
+    total = sum(a["in_use"] for a in arenas)
+    # other threads (and malloc_info's own buffer) may allocate between the two reads
+    assert abs(total - info["uordblks"]) < 4 << 20, (total, info["uordblks"])

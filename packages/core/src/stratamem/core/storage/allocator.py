@@ -187,24 +187,33 @@ def _malloc_info() -> str | None:
 
 _HEAP = re.compile(r'<heap nr="(\d+)">(.*?)</heap>', re.S)
 _REST = re.compile(r'<total type="rest" count="(\d+)" size="(\d+)"/>')
+_FAST = re.compile(r'<total type="fast" count="(\d+)" size="(\d+)"/>')
 _CURRENT = re.compile(r'<system type="current" size="(\d+)"/>')
 
 
 def malloc_arenas() -> list[dict[str, int]] | None:
     """glibc's arenas, one dict each: ``size`` (bytes the arena spans), ``free`` (bytes in its
-    free chunks) and ``free_chunks``; None off glibc. The first is the main arena."""
+    free chunks and top), ``free_chunks``, ``fast`` (bytes in its fastbins) and ``in_use`` (the
+    rest: what ``mallinfo2`` counts in use, arena by arena); None off glibc. The first is the
+    main arena. After ``malloc_trim`` an arena's RSS less its ``in_use`` is the fragmentation the
+    trim could not return (bench/results/soak-session16-native.md)."""
     text = _malloc_info()
     if text is None:
         return None
     out = []
     for m in _HEAP.finditer(text):
         body = m.group(2)
-        rest, cur = _REST.search(body), _CURRENT.search(body)
+        rest, cur, fast = _REST.search(body), _CURRENT.search(body), _FAST.search(body)
+        size = int(cur.group(1)) if cur else 0
+        free = int(rest.group(2)) if rest else 0
+        in_fast = int(fast.group(2)) if fast else 0
         out.append(
             {
-                "size": int(cur.group(1)) if cur else 0,
-                "free": int(rest.group(2)) if rest else 0,
+                "size": size,
+                "free": free,
                 "free_chunks": int(rest.group(1)) if rest else 0,
+                "fast": in_fast,
+                "in_use": max(0, size - free - in_fast),
             }
         )
     return out
