@@ -313,6 +313,8 @@ class LanceStore:
         if not rows:
             return 0
         schema = await self._tables[name].schema()
+        # built before the lock: every journal batch writes here, and only the write needs it
+        data = pa.Table.from_pylist([_conform(r, schema) for r in rows], schema=schema)
         async with self._write_lock:
             table = self._tables[name]
             hot_rows = list(rows)
@@ -324,9 +326,11 @@ class LanceStore:
                     .to_arrow()
                 )
                 have = set(stored.column("id").to_pylist())
-                rows = [r for r in rows if r["id"] not in have]
-                hot_rows = list(rows) + stored.to_pylist()
-            data = pa.Table.from_pylist([_conform(r, schema) for r in rows], schema=schema)
+                if have:
+                    missing = [r["id"] not in have for r in rows]
+                    data = data.filter(pa.array(missing))
+                    rows = [r for r, m in zip(rows, missing, strict=True) if m]
+                    hot_rows = list(rows) + stored.to_pylist()
             if mode == "merge":
                 await (
                     table.merge_insert("id")
