@@ -96,3 +96,33 @@ def test_ingest_rerun_reports_lines_already_ingested(
     assert "ingested 2 of 2 lines (0 already ingested, 0 bad)" in capsys.readouterr().err
     assert main(["--home", str(home), "ingest", str(src), "--no-progress"]) == 0
     assert "ingested 0 of 2 lines (2 already ingested, 0 bad)" in capsys.readouterr().err
+
+
+def test_a_turn_with_tool_calls_round_trips_through_another_home_as_nothing_new(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a turn's tool step and reply share its time, so the trace's time is one ms after the turn's;
+    # an import that replayed the trace's time as the turn's moved it 1 ms on every hop, and the
+    # copy coming back through another home was not known (issue 16 item 10, seen from outside)
+    lines = [
+        {"session": "s2", "user": "Deploy the api", "assistant": "Deployed.", "ts": 100,
+         "tool_calls": [{"name": "shell", "input": {"cmd": "compose up"}, "output": "started"}]},
+        {"session": "s3", "user": "My tea is genmaicha.", "assistant": "Lovely.", "ts": 200},
+    ]  # fmt: skip
+    a, src = tmp_path / "a", _write(tmp_path / "t.jsonl", lines)
+    assert main(["--home", str(a), "ingest", str(src), "--no-progress"]) == 0
+    first, _ = _export(a, capsys)
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(first))
+    b = tmp_path / "b"
+    assert _import(b, path, capsys) == {"imported": 2, "skipped": 0}
+    second, _ = _export(b, capsys)
+
+    # the copy keeps the turn's time and the trace's time
+    def times(bundle: dict) -> list[tuple[str, int, int]]:
+        return sorted((t["user_text"], t["turn_id"], t["ts"]) for t in bundle["traces"])
+
+    assert times(second) == times(first)
+    path.write_text(json.dumps(second))
+    assert _import(a, path, capsys) == {"imported": 0, "skipped": 2}
+    assert len(_export(a, capsys)[0]["traces"]) == 2

@@ -2,8 +2,8 @@
 
 Export writes traces, episodes, policies, world models and skills of every namespace of the home (or
 of the one ``--namespace`` names) and says what it wrote. Import replays each trace as a captured turn
-into its owner namespace (idempotent by trace id, original session and time kept; a trace that came
-back through another home, under that home's id, is known by its session, time and text); learned
+into its owner namespace (idempotent by trace id, original session and turn time kept; a trace that
+came back through another home, under that home's id, is known by its session, turn time and texts); learned
 layers are re-derived from the traces by the learning pipeline rather than copied, so they stay
 consistent.
 """
@@ -148,14 +148,20 @@ def _user_text(trace: Any) -> str:
     return str(text or "") or IMPORTED_TURN
 
 
-def _same_turn(trace: Any) -> tuple[str, int, str, str]:
+def _same_turn(trace: Any) -> set[tuple[str, str, int, str, str]]:
     """What one captured turn is, whichever home gave it its id: an import into another home
-    allocates new ids but keeps the session, the time and the texts."""
+    allocates new ids but keeps the session, the turn's time and the texts. The trace's own time
+    is a key too, for copies an older import made (it kept that time, not the turn's)."""
     if isinstance(trace, dict):
         sid, ts, agent = trace.get("session_id"), trace.get("ts"), trace.get("agent_text")
+        turn = trace.get("turn_id")
     else:
-        sid, ts, agent = trace.session_id, trace.ts, trace.agent_text
-    return (str(sid), int(ts or 0), _user_text(trace), str(agent or ""))
+        sid, ts, agent, turn = trace.session_id, trace.ts, trace.agent_text, trace.turn_id
+    texts = (_user_text(trace), str(agent or ""))
+    return {
+        ("turn", str(sid), int(turn or ts or 0), *texts),
+        ("time", str(sid), int(ts or 0), *texts),
+    }
 
 
 def _turn_of(trace: dict[str, Any], ns: Namespace) -> TurnResult:
@@ -166,6 +172,8 @@ def _turn_of(trace: dict[str, Any], ns: Namespace) -> TurnResult:
             output=c.get("output"),
             error_code=c.get("error_code"),
             tool_call_id=c.get("tool_call_id"),
+            started_at=c.get("started_at"),
+            ended_at=c.get("ended_at"),
         )
         for c in trace.get("tool_calls") or ()
     )
@@ -173,7 +181,9 @@ def _turn_of(trace: dict[str, Any], ns: Namespace) -> TurnResult:
         agent=ns.agent_kind,
         session_id=str(trace["session_id"]),
         agent_text=str(trace.get("agent_text") or ""),
-        ts=int(trace["ts"]),
+        # the turn's time: the copy's trace then gets the original's turn and trace times (a tool
+        # step and the reply at the same time are spread 1 ms apart again, as they were)
+        ts=int(trace.get("turn_id") or trace["ts"]),
         namespace=ns,
         tool_calls=calls,
         reflection=trace.get("reflection"),
@@ -202,7 +212,7 @@ async def import_bundle(
         """The target namespace's trace ids and turns (see ``_same_turn``)."""
         if target not in known:
             rows = await _all_traces(core, target)
-            known[target] = {t.id for t in rows} | {_same_turn(t) for t in rows}
+            known[target] = {t.id for t in rows}.union(*(_same_turn(t) for t in rows))
         return known[target]
 
     imported = skipped = 0
@@ -215,14 +225,14 @@ async def import_bundle(
             continue
         target = ns or _owner_ns(t)
         have = await ids_in(target)
-        if str(t["id"]) in have or _same_turn(t) in have:
+        if str(t["id"]) in have or not _same_turn(t).isdisjoint(have):
             skipped += 1
             continue
         ack = await core.turn_end(_turn_of(t, target))
         if not ack.trace_id or ack.trace_id in have:
             skipped += 1  # acknowledged before: the import of this trace already ran
             continue
-        have |= {ack.trace_id, _same_turn(t)}
+        have |= {ack.trace_id, *_same_turn(t)}
         imported += 1
     skipped += sum(1 for t in traces if not isinstance(t, dict))
     await core.flush()
