@@ -245,3 +245,23 @@ async def test_draining_ends_open_event_streams_instead_of_waiting_out_the_grace
     finally:
         await channel.close()
         await core.shutdown()
+
+
+async def test_a_search_without_a_reason_is_tool_driven_as_the_proto_documents(served: Any) -> None:
+    # proto3 sends an unset string as "": RetrievalQuery.reason documents "tool_driven" (default),
+    # and a client that leaves it out (found in session 17's outside run) got invalid_argument
+    core, _, channel = served
+    ns = t.Namespace(agent_kind="hermes", profile_id="default")
+    await core.turn_end(
+        TurnResult(agent="hermes", session_id="s1", agent_text="Noted.", ts=1, namespace=NS,
+                   user_text="The spare key is under the blue flowerpot.")
+    )  # fmt: skip
+    await core.flush()
+    raw = await _raw(channel, "Search")(
+        t.RetrievalQuery(
+            agent="hermes", query="where is the spare key", namespace=ns
+        ).SerializeToString()
+    )
+    result = t.RetrievalResult.FromString(raw)
+    assert result.query.reason == "tool_driven"
+    assert any("flowerpot" in h.snippet for h in result.hits)

@@ -227,7 +227,10 @@ class MemoryServicer:
 
     # -- queries
     async def Search(self, req: t.RetrievalQuery, call: Call) -> Any:
-        return _p(await self.core.search(self._turn(req, call, True)))
+        query = self._turn(req, call, True)
+        if not query.reason:  # unset on the wire: the default the proto documents
+            query = replace(query, reason="tool_driven")
+        return _p(await self.core.search(query))
 
     async def Timeline(self, req: m.TimelineRequest, call: Call) -> m.TimelineResponse:
         items = await self.core.timeline(req.episode_id, call.namespace(_ns(req)))
