@@ -250,3 +250,33 @@ async def test_a_retry_keeps_an_edit_made_after_the_append_committed(tmp_path: P
         assert ids == [ack.trace_id]
         hits = await core.search(RetrievalQuery(agent="hermes", query="edited", namespace=NS))
         assert [h.ref_id for h in hits.hits] == [ack.trace_id]
+
+
+async def test_a_retry_embeds_only_the_rows_not_stored_yet(tmp_path: Path) -> None:
+    """The mark fails after LanceDB's commit; the retry keeps the stored rows (``insert_missing``)
+    and must not embed them again: a retried batch of 64 turns cost 64 more embeddings."""
+    async with open_core(tmp_path, journal__retry_backoff_ms=20) as core:  # the real embedder
+        embedded: list[str] = []
+        real_embed = core.journal.embed
+        assert real_embed is not None
+
+        def counting(texts: list[str]) -> Any:
+            embedded.extend(texts)
+            return real_embed(texts)
+
+        core.journal.embed = counting
+        failed = _fail_once(core.db, "journal_mark_applied")
+        acks = await _take_turns(core, "s-embed", "embedded once question", 6)
+        for _ in range(1200):  # ~60 s: drain() does not wait for a failing entry's retry
+            if not core.journal.pending:
+                break
+            await asyncio.sleep(0.05)
+        assert failed and not core.journal.pending and core.journal.merges_total >= 1
+        ids = [r["id"] for r in await core.store.scan("traces", Scope.everything("t"), None, 100)]
+        assert sorted(ids) == sorted(a.trace_id for a in acks)
+        assert embedded and len(embedded) == len(set(embedded)), "a stored row was embedded again"
+        # the stored rows keep their vectors: each turn is found by its own words
+        res = await core.search(
+            RetrievalQuery(agent="hermes", query="embedded once question 3", namespace=NS)
+        )
+        assert res.hits and res.hits[0].ref_id == acks[3].trace_id

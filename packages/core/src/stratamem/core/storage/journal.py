@@ -379,6 +379,8 @@ class JournalWriter:
         with span("journal.apply", entries=len(entries)):
             by_table: dict[str, list[dict[str, Any]]] = {}
             rows = [dict(e["payload"]) for e in entries]
+            if not append:  # what is stored already keeps its row (``insert_missing``): no embed
+                await self._skip_stored(entries, rows)
             await self._embed_rows(rows)
             for e, row in zip(entries, rows, strict=True):
                 row["journal_seq"] = e["seq"]
@@ -399,6 +401,19 @@ class JournalWriter:
                         _log.warning("journal.after_store_failed", table=table, error=str(exc))
             await self._db(lambda: self.db.journal_mark_applied(seqs))
         return rows
+
+    async def _skip_stored(self, entries: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+        """Drop the texts to embed of rows already stored: a retry after a failure that followed
+        LanceDB's commit (or a replay after a death there) would embed them again for nothing."""
+        by_table: dict[str, list[dict[str, Any]]] = {}
+        for e, row in zip(entries, rows, strict=True):
+            if row.get(EMBED_KEY):
+                by_table.setdefault(e.get("table", "traces"), []).append(row)
+        for table, trows in by_table.items():
+            stored = await self.store.stored_ids(table, [str(r["id"]) for r in trows])
+            for row in trows:
+                if row["id"] in stored:
+                    row.pop(EMBED_KEY, None)
 
     async def _failed(self, seq: int, exc: BaseException) -> None:
         """Count a failed attempt; back off, or set the entry aside once its budget is spent."""

@@ -309,6 +309,14 @@ class LanceStore:
         them from it). Returns how many rows were appended."""
         return await self._write(name, rows, "keep")
 
+    async def stored_ids(self, name: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are stored in ``name`` (the journal's retry skips embedding them:
+        ``insert_missing`` keeps the stored row anyway). A look-up by id, no rows read."""
+        if not ids:
+            return set()
+        query = self._tables[name].query().where(ids_where(ids)).select(["id"]).limit(len(ids))
+        return set((await query.to_arrow()).column("id").to_pylist())
+
     async def _write(self, name: str, rows: Sequence[dict[str, Any]], mode: WriteMode) -> int:
         if not rows:
             return 0
