@@ -220,3 +220,24 @@ def _self_signed(tmp: Path) -> tuple[Path, Path]:
         timeout=60,
     )
     return cert_path, key_path
+
+
+async def test_a_scoped_tokens_health_counts_its_namespaces_and_names_no_home(
+    service: Service,
+) -> None:
+    # the viewer's /api/system already answered a scoped token so ("no home paths, pid or
+    # backlog"); gRPC Health gave it the home's path and every namespace's row counts
+    async with RemoteCore(f"unix:{service.socket_path}") as owner:
+        for i in range(3):
+            await owner.turn_end(replace(_turn(OPENCLAW, f"openclaw turn {i}"), turn_key=f"o{i}"))
+        await owner.turn_end(_turn(HERMES, "hermes turn"))
+        await owner.flush(30)
+        full = await owner.health()
+    assert full.home and full.counts["traces"] == 4
+    assert service.tcp_address is not None
+    async with RemoteCore(service.tcp_address, token="scoped-token") as remote:
+        scoped = await remote.health()
+    assert scoped.ok and scoped.version == full.version
+    assert scoped.home == "" and scoped.journal_backlog == 0
+    assert scoped.counts["traces"] == 1  # hermes/* sees its own trace, not openclaw's three
+    assert scoped.counts.get("journal_set_aside", 0) == 0

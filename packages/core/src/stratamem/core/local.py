@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from stratamem.core.engine import (
     commit,
     layers,
     maintenance,
+    overview,
     recall,
     sessions,
     traces,
@@ -209,6 +211,13 @@ class LocalCore:
             journal_backlog=self.journal.backlog(),
             counts=counts,
         )
+
+    async def scoped_health(self, allows: Callable[[Namespace], bool]) -> Health:
+        """``health`` for a caller limited to some namespaces (a scoped token): their counts
+        only, and no home path, journal backlog or set-aside count (the home's, not theirs)."""
+        full = await self.health()
+        counts = await overview.scoped_counts(self.services, allows)
+        return replace(full, home="", namespace=None, journal_backlog=0, counts=counts)
 
     # ------------------------------------------------------------------ sessions / episodes
     async def open_session(

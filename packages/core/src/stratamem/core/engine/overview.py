@@ -97,6 +97,16 @@ async def owned_counts(svc: EngineServices, owners: Sequence[Namespace]) -> dict
     return counts
 
 
+async def scoped_counts(svc: EngineServices, allows: Callable[[Namespace], bool]) -> dict[str, int]:
+    """What a caller limited to the namespaces ``allows`` accepts may count: its namespaces'
+    traces, episodes and learned rows (the viewer's ``/api/system`` and gRPC ``Health``)."""
+    figures = await namespaces(svc, allows)
+    counts = await owned_counts(svc, [f.namespace for f in figures])
+    counts["traces"] = sum(f.traces for f in figures)
+    counts["episodes"] = sum(f.episodes for f in figures)
+    return counts
+
+
 async def row_owner(svc: EngineServices, table: str, row_id: str) -> Namespace | None:
     """The namespace owning one row of ``table`` (``None``: no such row). A look-up by id across
     every namespace: the caller decides what the owner may be shown to."""

@@ -193,9 +193,7 @@ class ViewerApi:
         spaces = [_figures(f) for f in figures[:100]]
         health = await self.core.health()
         if not req.access.unrestricted:  # its namespaces' counts; no home paths, pid or backlog
-            counts = await overview.owned_counts(self.svc, [f.namespace for f in figures])
-            counts["traces"] = sum(f.traces for f in figures)
-            counts["episodes"] = sum(f.episodes for f in figures)
+            counts = await overview.scoped_counts(self.svc, req.access.allows)
             return {
                 "version": __version__,
                 "viewer_url": self.url,
