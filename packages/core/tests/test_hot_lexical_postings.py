@@ -22,6 +22,10 @@ try:
     from stratamem.core.hotindex.lexical import singles
 except ImportError:  # the code before the compact one-posting store
     singles = None  # type: ignore[assignment]
+try:
+    from stratamem.core.hotindex.lexical import postfile
+except ImportError:  # the code before the postings' side file
+    postfile = None  # type: ignore[assignment]
 
 # few words, most of them rare: tokens keep crossing between one posting and two
 VOCAB = [f"q{i}z" for i in range(24)]
@@ -34,6 +38,9 @@ def _prune_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scoring, "_BOUND_MIN_DF", 2)
     if singles is not None:  # the one-posting store's table rebuilt nearly every add
         monkeypatch.setattr(singles, "_MIN_SLOTS", 2)
+    if postfile is not None:  # tokens of a few postings go to the side file, which compacts
+        monkeypatch.setattr(postfile, "SPILL", 2)
+        monkeypatch.setattr(postfile, "COMPACT_MIN_BYTES", 0)
 
 
 def _text(rng: random.Random) -> str:

@@ -162,7 +162,7 @@ class HotTable:
         self.has = {c: np.zeros(0, dtype=bool) for c in self.vec_cols}
         self.ann: dict[str, Ann | None] = dict.fromkeys(self.vec_cols)
         self._ann_log: dict[str, list[tuple[str, int]] | None] = dict.fromkeys(self.vec_cols)
-        self.lex = Lexical()
+        self.lex = Lexical(spill_dir)
         self.sub = Substrings()
         self.version = 0
         self._reserved = 0

@@ -12,6 +12,10 @@ Term frequencies are held as one byte a posting (``array('B')``: 144k of 10k soa
 postings, none above 3), a token widened to float32 (``array('f')``) only if one of its postings'
 counts exceeds 255; readers get the bytes as a uint8 view and convert what they score (``bm25.
 contrib``: exact, so the float32 sums are the same bits).
+
+A token's postings beyond its newest few are in a side file (``postfile.py``): its arrays here
+hold the newest (fewer than ``SPILL``), all above the file's, and a read joins the two. A token
+widened to float32 is held here whole.
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ import sys
 from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from stratamem.core.hotindex.lexical import postfile
 from stratamem.core.hotindex.lexical.analysis import analyze, analyze_many
 from stratamem.core.hotindex.lexical.bm25 import K1, B
+from stratamem.core.hotindex.lexical.postfile import PostFile
 from stratamem.core.hotindex.lexical.singles import Singles
 
 _SLOT_BITS = 31
@@ -63,13 +70,16 @@ def _tf_view(tfs: array[Any]) -> np.ndarray:
 class Postings:
     """Postings per token over the table's slots; a removed slot's postings are dropped eagerly."""
 
-    def __init__(self) -> None:
+    def __init__(self, directory: Path | str | None = None) -> None:
         #: token -> its postings' slots (ascending) and term frequencies: tokens with two or more
+        #: (the newest of them, if ``_file`` holds the older: then fewer than ``SPILL``, maybe none)
         self._slots: dict[str, array[int]] = {}
         self._tfs: dict[str, array[Any]] = {}  # ``array('B')``, or ``'f'`` past a tf of 255
         #: token -> its one posting, packed (``_pack``): tokens with exactly one, without a
         #: Python object each (``singles.py``)
         self._one = Singles()
+        #: the older postings of tokens with many (``postfile.py``), in a side file
+        self._file = PostFile(directory)
         self._len = array("f")
         self._total = 0.0
         self._docs = 0
@@ -100,16 +110,41 @@ class Postings:
                 self._tfs[tok] = _tf_array((was_tf,))
             tfa = self._tfs[tok]
             if tf > _TF_BYTE_MAX and tfa.typecode == "B":
-                tfa = self._tfs[tok] = array("f", map(float, tfa))
+                sl, tfa = self._widen(tok)
             val = tf if tfa.typecode == "B" else float(tf)
-            if sl[-1] < slot:
+            if tok in self._file and slot < self._file.last(tok):
+                self._file_insert(tok, slot, int(tf))  # a rewritten slot among the file's
+            elif not sl or sl[-1] < slot:
                 sl.append(slot)
                 tfa.append(val)
             else:  # a rewritten slot: keep the postings ascending (lookups bisect them)
                 at = bisect.bisect_left(sl, slot)
                 sl.insert(at, slot)
                 tfa.insert(at, val)
+            self._maybe_spill(tok, sl, tfa)
             self._raise_bound(tok, tf, dl)
+
+    def _widen(self, tok: str) -> tuple[array[int], array[Any]]:
+        """``tok``'s term frequencies as float32, its postings all in memory (a count over 255)."""
+        sl, tfa = self._slots[tok], self._tfs[tok]
+        got = self._file.take(tok)
+        if got is not None:
+            sl = self._slots[tok] = array("i", got[0].tobytes() + sl.tobytes())
+            tfa = array("B", got[1].tobytes() + tfa.tobytes())
+        tfa = self._tfs[tok] = array("f", map(float, tfa))
+        return sl, tfa
+
+    def _file_insert(self, tok: str, slot: int, tf: int) -> None:
+        got = self._file.read(tok)
+        assert got is not None
+        at = int(np.searchsorted(got[0], slot))
+        self._file.replace(tok, np.insert(got[0], at, slot), np.insert(got[1], at, tf))
+
+    def _maybe_spill(self, tok: str, sl: array[int], tfa: array[Any]) -> None:
+        """Move ``tok``'s postings in memory to the file once there are ``SPILL`` of them."""
+        if len(sl) >= postfile.SPILL and tfa.typecode == "B":
+            self._file.append(tok, sl, tfa)
+            del sl[:], tfa[:]
 
     def _raise_bound(self, tok: str, tf: float, dl: float) -> None:
         """Keep ``tok``'s cached factor bound (if any) above its new posting's factor."""
@@ -165,14 +200,14 @@ class Postings:
                     was, was_tf = _unpack(one)
                     sl.append(was)
                     self._tfs[tok] = _tf_array((was_tf,))
-            sl.frombytes(slots[a:b].tobytes())
             tfa = self._tfs[tok]
             if tfa.typecode == "B" and float(tfs[a:b].max()) > _TF_BYTE_MAX:
-                tfa = self._tfs[tok] = _tf_array(np.concatenate((_tf_view(tfa), tfs[a:b])))
-                continue
+                sl, tfa = self._widen(tok)
+            sl.frombytes(slots[a:b].tobytes())
             tfa.frombytes(
                 tfs[a:b].astype(np.uint8 if tfa.typecode == "B" else np.float32).tobytes()
             )
+            self._maybe_spill(tok, sl, tfa)
 
     def remove(self, slot: int, text: str) -> None:
         """Forget ``slot`` (``text`` is what it was indexed with)."""
@@ -190,13 +225,29 @@ class Postings:
                     self._bound.pop(tok, None)
                 continue
             at = bisect.bisect_left(sl, slot)
-            if at == len(sl) or sl[at] != slot:
+            if at < len(sl) and sl[at] == slot:
+                del sl[at]
+                del self._tfs[tok][at]
+            elif not self._file_remove(tok, slot):
                 continue
-            del sl[at]
-            del self._tfs[tok][at]
-            if len(sl) == 1:  # back to one posting: packed again (a cached bound stays valid)
-                self._one.put(tok, _pack(sl[0], self._tfs[tok][0]))
+            if self.df(tok) == 1:  # back to one posting: packed again (a cached bound stays valid)
+                got = self._file.take(tok)
+                if got is not None:
+                    self._one.put(tok, _pack(int(got[0][0]), float(got[1][0])))
+                else:
+                    self._one.put(tok, _pack(sl[0], self._tfs[tok][0]))
                 del self._slots[tok], self._tfs[tok]
+
+    def _file_remove(self, tok: str, slot: int) -> bool:
+        """Take ``slot`` out of ``tok``'s postings in the file; whether it was there."""
+        got = self._file.read(tok)
+        if got is None:
+            return False
+        at = int(np.searchsorted(got[0], slot))
+        if at == len(got[0]) or got[0][at] != slot:
+            return False
+        self._file.replace(tok, np.delete(got[0], at), np.delete(got[1], at))
+        return True
 
     # -- reads -------------------------------------------------------------------------------
     @property
@@ -206,10 +257,16 @@ class Postings:
     def postings(self, tok: str) -> tuple[np.ndarray, np.ndarray] | None:
         """``tok``'s slots (int32, ascending) and term frequencies (uint8, float32 for a token
         with a count above 255: convert before arithmetic, as ``bm25.contrib`` does); None if it
-        has none. Views of the held arrays, not copies."""
+        has none. Views of the held arrays (copies for a token with postings in the file)."""
         sl = self._slots.get(tok)
         if sl is not None:
-            return np.frombuffer(sl, dtype=np.int32), _tf_view(self._tfs[tok])
+            mem = np.frombuffer(sl, dtype=np.int32), _tf_view(self._tfs[tok])
+            got = self._file.read(tok) if tok in self._file else None
+            if got is None:
+                return mem
+            if not len(sl):
+                return got
+            return np.concatenate((got[0], mem[0])), np.concatenate((got[1], mem[1]))
         one = self._one.get(tok)
         if one is None:
             return None
@@ -219,7 +276,7 @@ class Postings:
     def df(self, tok: str) -> int:
         sl = self._slots.get(tok)
         if sl is not None:
-            return len(sl)
+            return len(sl) + self._file.count(tok)
         return 1 if self._one.has(tok) else 0
 
     def tokens(self) -> Iterator[str]:
@@ -232,5 +289,5 @@ class Postings:
         n = sys.getsizeof(self._slots) + sys.getsizeof(self._tfs)
         n += sum(sys.getsizeof(k) + sys.getsizeof(a) for k, a in self._slots.items())
         n += sum(sys.getsizeof(a) for a in self._tfs.values())
-        n += self._one.nbytes()
+        n += self._one.nbytes() + self._file.nbytes()
         return n + sys.getsizeof(self._len)

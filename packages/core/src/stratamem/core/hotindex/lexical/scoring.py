@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -35,8 +36,8 @@ class Lexical(Postings):
     """A table's postings (``Postings``) and their scorers: BM25, pruned and exhaustive, and the
     pattern channel's weighted overlap."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, directory: Path | str | None = None) -> None:
+        super().__init__(directory)
         self._score = np.zeros(0, dtype=np.float32)  # a query's scores by slot, zeroed after use
 
     def nbytes(self) -> int:

@@ -1,0 +1,110 @@
+"""Long postings live in a side file (``lexical/postfile.py``): they cost the process no bytes per
+posting, and every read, score and count equals the postings held in memory."""
+
+from __future__ import annotations
+
+import gc
+import random
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from stratamem.core.hotindex.lexical import Lexical, analyze
+
+
+def _lists(lex: Lexical, tok: str) -> tuple[list[int], list[float]] | None:
+    got = lex.postings(tok)
+    return None if got is None else (got[0].tolist(), got[1].tolist())
+
+
+def test_long_postings_cost_no_resident_bytes_per_posting() -> None:
+    """Eight words in every text: 160k postings. Held in arrays they cost 5 B each (4 for the
+    slot, 1 for the term frequency) plus the arrays' slack, ~45 B a text here; what stays is
+    the document's length (4 B a text) and, per token, its newest postings and its record's
+    numbers."""
+    n = 20_000
+    words = "alpha beta gamma delta epsilon zeta theta kappa"
+    texts = [words] * n
+    analyze(words)  # the analyser's caches warm before tracing
+    gc.collect()
+    tracemalloc.start()
+    try:
+        lex = Lexical()
+        for i, t in enumerate(texts):
+            lex.add(i, t)
+        gc.collect()
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert lex.df("alpha") == n and lex.df("kappa") == n
+    got = lex.postings("gamma")
+    assert got is not None and got[0].tolist() == list(range(n))
+    assert held / n <= 8, f"{held / n:.1f} B a text"
+
+
+def test_scores_equal_the_postings_held_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same texts indexed twice, once with every posting in memory: BM25 (pruned and
+    exhaustive), the weighted overlap, the counts and the postings are the same bits."""
+    from stratamem.core.hotindex.lexical import postfile
+
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(300)]
+    weights = [1.0 / (i + 1) for i in range(len(vocab))]
+    texts = [" ".join(rng.choices(vocab, weights, k=rng.randrange(1, 12))) for _ in range(3000)]
+    filed = Lexical()
+    filed.add_many(0, texts[:1000])
+    for i, t in enumerate(texts[1000:], start=1000):
+        filed.add(i, t)
+    for slot in rng.sample(range(3000), 300):  # rewrites in place and removals
+        filed.remove(slot, texts[slot])
+        if slot % 2:
+            texts[slot] = " ".join(rng.choices(vocab, weights, k=4))
+            filed.add(slot, texts[slot])
+        else:
+            texts[slot] = ""
+    assert filed._file.file_bytes() > 0 and len(filed._file) > 50
+    monkeypatch.setattr(postfile, "SPILL", 10**9)
+    held = Lexical()
+    for i, t in enumerate(texts):
+        if t:
+            held.add(i, t)
+    assert not len(held._file)
+    for tok in vocab:
+        assert filed.df(tok) == held.df(tok), tok
+        assert _lists(filed, tok) == _lists(held, tok), tok
+    mask = np.array([rng.random() > 0.1 for _ in range(3000)], dtype=bool)
+    for _ in range(50):
+        toks = rng.sample(vocab, rng.randrange(1, 6))
+        assert filed.bm25(toks, mask, 10) == held.bm25(toks, mask, 10)
+        assert filed.bm25_exhaustive(toks, mask, 10) == held.bm25_exhaustive(toks, mask, 10)
+        ws = [rng.random() for _ in toks]
+        assert filed.weighted(toks, ws, mask, 10) == held.weighted(toks, ws, mask, 10)
+
+
+def test_a_filed_token_widened_and_brought_back_to_one_posting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from stratamem.core.hotindex.lexical import postfile
+
+    monkeypatch.setattr(postfile, "SPILL", 2)
+    lex = Lexical()
+    for slot in (1, 3, 5, 7):
+        lex.add(slot, "tok")
+    assert "tok" in lex._file
+    lex.add(2, "tok")  # a rewritten slot among the file's postings
+    assert _lists(lex, "tok") == ([1, 2, 3, 5, 7], [1.0] * 5)
+    lex.add(9, " ".join(["tok"] * 300))  # a count past a byte: the token held whole, float32
+    assert "tok" not in lex._file
+    assert _lists(lex, "tok") == ([1, 2, 3, 5, 7, 9], [1.0] * 5 + [300.0])
+    for slot in (9, 1, 2, 3, 5):
+        lex.remove(slot, "tok" if slot != 9 else " ".join(["tok"] * 300))
+    assert _lists(lex, "tok") == ([7], [1.0]) and lex.df("tok") == 1
+    for slot in (10, 11, 12):
+        lex.add(slot, "tok")
+    assert "tok" in lex._file
+    for slot in (10, 11, 12):
+        lex.remove(slot, "tok")
+    assert _lists(lex, "tok") == ([7], [1.0]) and "tok" not in lex._file
+    lex.remove(7, "tok")
+    assert lex.postings("tok") is None and lex.df("tok") == 0
