@@ -23,6 +23,10 @@ try:
 except ImportError:  # the code before the compact one-posting store
     singles = None  # type: ignore[assignment]
 try:
+    from stratamem.core.hotindex.lexical import singlefile
+except ImportError:  # the code before the one-posting side file
+    singlefile = None  # type: ignore[assignment]
+try:
     from stratamem.core.hotindex.lexical import postfile
 except ImportError:  # the code before the postings' side file
     postfile = None  # type: ignore[assignment]
@@ -38,6 +42,9 @@ def _prune_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scoring, "_BOUND_MIN_DF", 2)
     if singles is not None:  # the one-posting store's table rebuilt nearly every add
         monkeypatch.setattr(singles, "_MIN_SLOTS", 2)
+    if singlefile is not None:  # the one-posting file's table rebuilt nearly every add
+        monkeypatch.setattr(singlefile, "_MIN_SLOTS", 2)
+        monkeypatch.setattr(singlefile, "_MANY", 2)
     if postfile is not None:  # tokens of a few postings go to the side file, which compacts
         monkeypatch.setattr(postfile, "SPILL", 2)
         monkeypatch.setattr(postfile, "COMPACT_MIN_BYTES", 0)
@@ -119,6 +126,8 @@ def test_postings_read_back_when_every_token_shares_one_hash(seed: int) -> None:
     assert singles is not None
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(singles, "_hash", lambda tok: 7)
+        if singlefile is not None:
+            mp.setattr(singlefile, "_hash", lambda tok: 7)
         test_postings_read_back_through_adds_bulk_loads_rewrites_and_removals.hypothesis.inner_test(
             seed
         )

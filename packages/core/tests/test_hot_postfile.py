@@ -108,3 +108,25 @@ def test_a_filed_token_widened_and_brought_back_to_one_posting(
     assert _lists(lex, "tok") == ([7], [1.0]) and "tok" not in lex._file
     lex.remove(7, "tok")
     assert lex.postings("tok") is None and lex.df("tok") == 0
+
+
+def test_one_posting_tokens_cost_no_resident_bytes_each() -> None:
+    """Texts that each bring one token no other text has (the soak's running numbers): held in
+    the compact arrays (``singles.py``) they cost ~45 B a text with the table's room; in the side
+    file (``singlefile.py``) what stays is the document's length, 4 B a text."""
+    n = 20_000
+    texts = [str(1_000_003 + 7 * i) for i in range(n)]
+    for t in texts[:10]:
+        analyze(t)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        lex = Lexical()
+        for i, t in enumerate(texts):
+            lex.add(i, t)
+        gc.collect()
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert lex.df(texts[123]) == 1 and _lists(lex, texts[4567]) == ([4567], [1.0])
+    assert held / n <= 8, f"{held / n:.1f} B a text"

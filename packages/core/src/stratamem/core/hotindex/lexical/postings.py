@@ -3,10 +3,9 @@ documents' lengths, and the cache of long postings' BM25 factor bounds that writ
 
 Most of a large table's tokens have one posting (a soak trace brings one token no other trace has:
 9,967 of 10,509 tokens at 10k traces). Such a token is held as one int packing its slot and term
-frequency, in compact arrays with no Python object per token (``singles.py``: ~30 B a token
-against ~180 B as a dict entry of its string and int, ~285 B as two ``array`` objects). Its
-second posting moves it to the array form, and removals that bring it back to one posting pack it
-again.
+frequency in a side file (``singlefile.py``: no bytes per token resident; ``singles.py``'s
+arrays ~45 B a token with their room, a dict entry of its string and int ~180 B). Its second
+posting moves it to the array form, and removals that bring it back to one posting pack it again.
 
 Term frequencies are held as one byte a posting (``array('B')``: 144k of 10k soak traces'
 postings, none above 3), a token widened to float32 (``array('f')``) only if one of its postings'
@@ -34,7 +33,7 @@ from stratamem.core.hotindex.lexical import postfile
 from stratamem.core.hotindex.lexical.analysis import analyze, analyze_many
 from stratamem.core.hotindex.lexical.bm25 import K1, B
 from stratamem.core.hotindex.lexical.postfile import PostFile
-from stratamem.core.hotindex.lexical.singles import Singles
+from stratamem.core.hotindex.lexical.singlefile import SingleFile
 
 _SLOT_BITS = 31
 _SLOT_MASK = (1 << _SLOT_BITS) - 1
@@ -75,9 +74,9 @@ class Postings:
         #: (the newest of them, if ``_file`` holds the older: then fewer than ``SPILL``, maybe none)
         self._slots: dict[str, array[int]] = {}
         self._tfs: dict[str, array[Any]] = {}  # ``array('B')``, or ``'f'`` past a tf of 255
-        #: token -> its one posting, packed (``_pack``): tokens with exactly one, without a
-        #: Python object each (``singles.py``)
-        self._one = Singles()
+        #: token -> its one posting, packed (``_pack``): tokens with exactly one, in a side file
+        #: (``singlefile.py``; ``singles.py`` held them in memory)
+        self._one = SingleFile(directory)
         #: the older postings of tokens with many (``postfile.py``), in a side file
         self._file = PostFile(directory)
         self._len = array("f")
@@ -185,6 +184,8 @@ class Postings:
         starts = np.concatenate(([0], bounds)).tolist()
         stops = np.concatenate((bounds, [len(tids)])).tolist()
         heads = tids[starts].tolist()
+        new_toks: list[str] = []  # tokens this batch brings with one posting
+        new_one: list[int] = []
         for tid, a, b in zip(heads, starts, stops, strict=True):
             tok = names[tid]
             self._bound.pop(tok, None)  # recomputed from the postings on the next query
@@ -192,7 +193,8 @@ class Postings:
             if sl is None:
                 one = self._one.pop(tok)
                 if one is None and b - a == 1:
-                    self._one.put(tok, _pack(int(slots[a]), float(tfs[a])))
+                    new_toks.append(tok)
+                    new_one.append(_pack(int(slots[a]), float(tfs[a])))
                     continue
                 sl = self._slots[tok] = array("i")
                 self._tfs[tok] = _tf_array()
@@ -208,6 +210,7 @@ class Postings:
                 tfs[a:b].astype(np.uint8 if tfa.typecode == "B" else np.float32).tobytes()
             )
             self._maybe_spill(tok, sl, tfa)
+        self._one.put_many(new_toks, new_one)
 
     def remove(self, slot: int, text: str) -> None:
         """Forget ``slot`` (``text`` is what it was indexed with)."""
