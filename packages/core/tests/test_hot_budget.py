@@ -15,10 +15,15 @@ from stratamem.core.hotindex.footprint import footprint
 
 ALPHA = Namespace(agent_kind="hermes", profile_id="alpha")
 BETA = Namespace(agent_kind="hermes", profile_id="beta")
-#: filler that makes each trace ~4.4 KB in memory (its postings: the texts themselves are in the
-#: rows' side file; captured texts are cut near 700 such words), so a namespace's 160 traces are
-#: ~0.7 MB (420 words and 120 traces were, with term frequencies held as float32)
-FILLER = " ".join(f"word{i}" for i in range(700))
+#: filler that makes each trace ~4.5 KB in memory: 120 words each shared by 8 traces of one
+#: namespace (a token with fewer postings than ``postfile.SPILL`` is held in memory whole: its
+#: entry, its string and its arrays), so a namespace's 160 traces are ~0.7 MB. The texts are in
+#: the rows' side file, and the postings of words many traces share in the postings' side file
+#: (700 words every trace shared made ~4.4 KB a trace before it)
+
+
+def _filler(ns: Namespace, i: int) -> str:
+    return " ".join(f"{ns.profile_id}g{i // 8}w{k}" for k in range(120))
 
 
 @pytest.fixture
@@ -33,7 +38,7 @@ async def _fill(core: LocalCore, ns: Namespace, fact: str, turns: int = 160) -> 
             TurnResult(
                 agent="hermes",
                 session_id=f"{ns.profile_id}-s{i // 10}",
-                user_text=fact if i == turns // 2 else f"note {i} {FILLER}",
+                user_text=fact if i == turns // 2 else f"note {i} {_filler(ns, i)}",
                 agent_text="noted",
                 ts=int(time.time() * 1000),
                 namespace=ns,
