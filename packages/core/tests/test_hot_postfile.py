@@ -130,3 +130,43 @@ def test_one_posting_tokens_cost_no_resident_bytes_each() -> None:
         tracemalloc.stop()
     assert lex.df(texts[123]) == 1 and _lists(lex, texts[4567]) == ([4567], [1.0])
     assert held / n <= 8, f"{held / n:.1f} B a text"
+
+
+def test_an_update_of_other_columns_leaves_the_postings_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An update that keeps a row's text (a priority, a reward, a backfilled vector) neither
+    takes its postings out nor puts them back: long postings are in the side file, where that
+    rewrites each record the row's tokens hold. The postings and scores are those of before;
+    an update of the text still re-indexes it."""
+    from stratamem.core.hotindex.table import HotTable
+
+    t = HotTable("traces", ("vec_summary",), 8, {})
+    rng = np.random.default_rng(0)
+    words = ["alpha", "beta", "gamma", "delta"]
+    t.upsert(
+        [
+            {
+                "id": f"r{i}",
+                "search_text": " ".join(words[: 1 + i % 4]) + f" n{i}",
+                "priority": 0.5,
+                "vec_summary": rng.standard_normal(8).astype(np.float32),
+            }
+            for i in range(200)
+        ]
+    )
+    before = {w: _lists(t.lex, w) for w in [*words, "n7"]}
+    mask = np.ones(200, dtype=bool)
+    scores = t.lex.bm25(["alpha", "gamma", "n7"], mask, 20)
+    calls: list[str] = []
+    monkeypatch.setattr(t.lex, "remove", lambda *a: calls.append("remove"))
+    monkeypatch.setattr(t.lex, "add", lambda *a: calls.append("add"))
+    t.update("r7", {"priority": 0.9})
+    t.update("r8", {"vec_summary": rng.standard_normal(8).astype(np.float32)})
+    assert calls == []
+    monkeypatch.undo()
+    assert {w: _lists(t.lex, w) for w in before} == before
+    assert t.lex.bm25(["alpha", "gamma", "n7"], mask, 20) == scores
+    assert t.rows[t.slot_of.get("r7")]["priority"] == 0.9
+    t.update("r7", {"search_text": "omega"})
+    assert _lists(t.lex, "omega") == ([7], [1.0]) and t.lex.df("n7") == 0

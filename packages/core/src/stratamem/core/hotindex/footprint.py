@@ -5,6 +5,8 @@ mixes it with everything else cannot tell a leak from data. This estimate walks 
 numpy buffers by ``nbytes`` (capacity included), Python containers and their values by
 ``sys.getsizeof`` (the rows themselves are in a side file: only their locations count, ``RowFile.nbytes``). It costs one pass over the
 rows: for ``doctor`` and the bench; the memory budget's check estimates the rows from a sample.
+Side files (rows, rescoring records, long postings, one-posting tokens) are on disk and in the
+kernel's page cache, not in the process: they are not counted.
 """
 
 from __future__ import annotations

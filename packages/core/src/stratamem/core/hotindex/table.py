@@ -296,13 +296,19 @@ class HotTable:
         self.live += 1
         return slot
 
-    def _clear(self, slot: int, keep: frozenset[str] = frozenset()) -> None:
+    def _clear(
+        self, slot: int, keep: frozenset[str] = frozenset(), text: str | None = None
+    ) -> bool:
         """Take an existing slot out of the lexical, tag and ANN indexes (before a rewrite);
-        the vectors of the columns in ``keep`` stay."""
+        the vectors of the columns in ``keep`` stay, and its postings if its text is ``text``
+        (an update of other columns: long postings are in a file, where taking a slot out and
+        back rewrites their records). Whether the postings stayed."""
         old = self.rows[slot]
         if old is None:
-            return
-        self.lex.remove(slot, str(old.get("search_text") or ""))
+            return False
+        kept = text is not None and str(old.get("search_text") or "") == text
+        if not kept:
+            self.lex.remove(slot, str(old.get("search_text") or ""))
         self.sub.invalidate()
         for t in old.get("tags") or ():
             slotsets.discard(self.tags, str(t), slot)
@@ -310,14 +316,17 @@ class HotTable:
             if self.has[c][slot] and c not in keep:
                 self.has[c][slot] = False
                 self._ann_op(c, "remove", slot)
+        return kept
 
     def _put(self, row: Mapping[str, Any], keep: frozenset[str] = frozenset()) -> None:
         rid = str(row["id"])
         slot = self.slot_of.get(rid)
+        text = str(row.get("search_text") or "")
+        kept = False
         if slot is None:
             slot = self._new_slot(rid)
         else:
-            self._clear(slot, keep)
+            kept = self._clear(slot, keep, text)
         clean: Row = {
             k: v for k, v in row.items() if k not in self.vec_cols and not k.startswith("_")
         }
@@ -344,7 +353,8 @@ class HotTable:
             slotsets.add(self.by_session, code, slot)
         for t in clean.get("tags") or ():
             slotsets.add(self.tags, str(t), slot)
-        self.lex.add(slot, str(clean.get("search_text") or ""))
+        if not kept:
+            self.lex.add(slot, text)
         self.sub.invalidate()
         for c in self.vec_cols:
             v = row.get(c)
