@@ -80,3 +80,18 @@ def test_put_many_equals_one_put_each(monkeypatch: pytest.MonkeyPatch, many: int
     assert len(store) == len(want) and sorted(store) == sorted(want)
     for tok in [*want, "a0", "zz"]:
         assert store.get(tok) == want.get(tok), tok
+
+
+def test_put_many_rewrites_the_file_only_when_the_table_must_grow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bulk load's batches that fit the table are put one by one: a rewrite for every batch
+    (each one copying every token held) would grow a load's cost with the square of its size."""
+    monkeypatch.setattr(singlefile, "_MANY", 1)
+    store = SingleFile()
+    store.put_many([f"a{i}" for i in range(1000)], list(range(1000)))  # grows: one rewrite
+    grown = store._spill
+    assert store.file_bytes() > 0 and grown is not None
+    store.put_many([f"b{i}" for i in range(200)], list(range(200)))  # fits: no rewrite
+    assert store._spill is grown
+    assert len(store) == 1200 and store.get("a999") == 999 and store.get("b199") == 199

@@ -141,8 +141,11 @@ class SingleFile:
 
     def put_many(self, toks: list[str], packed: list[int]) -> None:
         """Hold each of ``toks`` (none held, no two equal) with its posting: a bulk load's new
-        tokens, placed with the live entries in one fresh file instead of a probe each."""
-        if len(toks) < _MANY:
+        tokens. If the table must grow for them anyway, they are placed with the live entries in
+        one fresh file (sized with room to spare) instead of a probe each; if they fit, one
+        ``put`` each (a rewrite per batch would make a load's cost grow with the square of its
+        tokens)."""
+        if len(toks) < _MANY or self._used + len(toks) <= _MAX_LOAD * self._slots:
             for tok, val in zip(toks, packed, strict=True):
                 self.put(tok, val)
             return
