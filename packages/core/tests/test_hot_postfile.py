@@ -170,3 +170,50 @@ def test_an_update_of_other_columns_leaves_the_postings_alone(
     assert t.rows[t.slot_of.get("r7")]["priority"] == 0.9
     t.update("r7", {"search_text": "omega"})
     assert _lists(t.lex, "omega") == ([7], [1.0]) and t.lex.df("n7") == 0
+
+
+def test_a_batch_delete_rewrites_each_record_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deleting many rows that share common words rewrites each word's record in the side file
+    once for the batch, not once per row (at 100k rows, 2,000 deletes one by one took 4.0 s
+    against 0.31 s with the postings in memory); the postings left, the counts and the scores
+    equal a fresh index of the rows that stay, the tokens that lost every posting included."""
+    from stratamem.core.hotindex.lexical import postfile
+    from stratamem.core.hotindex.table import HotTable
+
+    monkeypatch.setattr(postfile, "SPILL", 4)
+    rng = random.Random(11)
+    common = [f"c{i}" for i in range(12)]
+    texts = {
+        f"r{i}": " ".join([*rng.sample(common, 4), f"only{i}", f"pair{i // 2}"]) for i in range(400)
+    }
+    texts["r0"] += " lonely lonely"  # lonely: one row, deleted below with its every posting
+    t = HotTable("traces", ("vec_summary",), 8, {})
+    t.upsert(
+        [
+            {"id": rid, "search_text": tx, "vec_summary": np.ones(8, dtype=np.float32)}
+            for rid, tx in texts.items()
+        ]
+    )
+    gone = [f"r{i}" for i in rng.sample(range(400), 150)] + ["r0", "r1", "missing"]
+    writes: list[str] = []  # a record written (a drop writes nothing: it frees the room)
+    real = t.lex._file._write
+    monkeypatch.setattr(t.lex._file, "_write", lambda tok, *a: (writes.append(tok), real(tok, *a)))
+    t.delete(gone)
+    assert writes
+    assert len(writes) == len(set(writes)), "a record rewritten more than once"
+    monkeypatch.undo()
+    keep = {rid: tx for rid, tx in texts.items() if rid not in gone}
+    fresh = Lexical()
+    slot_of = {rid: t.slot_of.get(rid) for rid in keep}
+    for rid, tx in keep.items():
+        fresh.add(slot_of[rid], tx)
+    vocab = {tok for tx in texts.values() for tok in analyze(tx)}
+    for tok in vocab:
+        assert t.lex.df(tok) == fresh.df(tok), tok
+        assert _lists(t.lex, tok) == _lists(fresh, tok), tok
+    assert t.lex.postings("lonely") is None and "lonely" not in t.lex._slots
+    mask = np.zeros(t.n, dtype=bool)
+    mask[[slot_of[r] for r in keep]] = True
+    for _ in range(20):
+        toks = rng.sample(sorted(vocab), 3)
+        assert t.lex.bm25(toks, mask, 10) == fresh.bm25(toks, mask, 10)

@@ -266,11 +266,15 @@ class HotTable:
         self.version += 1
 
     def delete(self, ids: Sequence[str]) -> None:
-        for rid in ids:
-            slot = self.slot_of.pop(rid, None)
-            if slot is None:
-                continue
-            self._clear(slot)
+        slots = [s for s in (self.slot_of.pop(rid, None) for rid in ids) if s is not None]
+        # the postings of every deleted row at once: a long postings' record is rewritten once
+        rows = [self.rows[s] for s in slots]
+        texts = [str((r or {}).get("search_text") or "") for r in rows]
+        self.lex.remove_many(
+            [(s, t) for s, t, r in zip(slots, texts, rows, strict=True) if r is not None]
+        )
+        for slot, text in zip(slots, texts, strict=True):
+            self._clear(slot, text=text)  # its postings are out already
             self._session_order.pop(int(self.session[slot]), None)
             slotsets.discard(self.by_session, int(self.session[slot]), slot)
             self.session[slot] = 0

@@ -214,43 +214,73 @@ class Postings:
 
     def remove(self, slot: int, text: str) -> None:
         """Forget ``slot`` (``text`` is what it was indexed with)."""
-        if slot >= len(self._len) or self._len[slot] == 0:
-            return
-        self._total -= self._len[slot]
-        self._len[slot] = 0.0
-        self._docs -= 1
-        for tok in set(analyze(text)):
-            sl = self._slots.get(tok)
-            if sl is None:
-                one = self._one.get(tok)
-                if one is not None and one & _SLOT_MASK == slot:
-                    self._one.pop(tok)
-                    self._bound.pop(tok, None)
-                continue
-            at = bisect.bisect_left(sl, slot)
-            if at < len(sl) and sl[at] == slot:
-                del sl[at]
-                del self._tfs[tok][at]
-            elif not self._file_remove(tok, slot):
-                continue
-            if self.df(tok) == 1:  # back to one posting: packed again (a cached bound stays valid)
-                got = self._file.take(tok)
-                if got is not None:
-                    self._one.put(tok, _pack(int(got[0][0]), float(got[1][0])))
-                else:
-                    self._one.put(tok, _pack(sl[0], self._tfs[tok][0]))
-                del self._slots[tok], self._tfs[tok]
+        self.remove_many([(slot, text)])
 
-    def _file_remove(self, tok: str, slot: int) -> bool:
-        """Take ``slot`` out of ``tok``'s postings in the file; whether it was there."""
-        got = self._file.read(tok)
-        if got is None:
-            return False
-        at = int(np.searchsorted(got[0], slot))
-        if at == len(got[0]) or got[0][at] != slot:
-            return False
-        self._file.replace(tok, np.delete(got[0], at), np.delete(got[1], at))
-        return True
+    def remove_many(self, items: Sequence[tuple[int, str]]) -> None:
+        """Forget each ``(slot, text)`` (``text``: what the slot was indexed with). A token's
+        record in the side file is rewritten once for the whole batch, not once per slot: a
+        delete of many rows sharing common words would otherwise copy each record per row."""
+        docs: list[tuple[int, set[str]]] = []
+        for slot, text in items:
+            if slot >= len(self._len) or self._len[slot] == 0:
+                continue
+            self._total -= self._len[slot]
+            self._len[slot] = 0.0
+            self._docs -= 1
+            docs.append((slot, set(analyze(text))))
+        filed = self._file_remove_many(docs)
+        for slot, toks in docs:
+            for tok in toks:
+                self._forget(tok, slot, (tok, slot) in filed)
+
+    def _file_remove_many(self, docs: Sequence[tuple[int, set[str]]]) -> set[tuple[str, int]]:
+        """Take the slots out of their tokens' records in the file, one rewrite per token; the
+        ``(token, slot)`` pairs that were there."""
+        by_tok: dict[str, list[int]] = {}
+        for slot, toks in docs:
+            for tok in toks:  # the file holds a token's oldest postings: none above its last
+                if tok in self._file and slot <= self._file.last(tok):
+                    by_tok.setdefault(tok, []).append(slot)
+        gone: set[tuple[str, int]] = set()
+        for tok, slots in by_tok.items():
+            got = self._file.read(tok)
+            assert got is not None
+            drop = np.isin(got[0], np.asarray(slots, dtype=np.int32))
+            if not drop.any():
+                continue
+            gone.update((tok, int(s)) for s in got[0][drop].tolist())
+            self._file.replace(tok, got[0][~drop], got[1][~drop])
+        return gone
+
+    def _forget(self, tok: str, slot: int, filed: bool) -> None:
+        """Take ``slot`` out of ``tok``'s postings in memory (``filed``: it was in the file and
+        is out of it already), then pack a token left with one posting (a cached bound stays
+        valid) and drop one left with none (a batch can take a token's every posting)."""
+        sl = self._slots.get(tok)
+        if sl is None:
+            one = self._one.get(tok)
+            if one is not None and one & _SLOT_MASK == slot:
+                self._one.pop(tok)
+                self._bound.pop(tok, None)
+            return
+        at = bisect.bisect_left(sl, slot)
+        if at < len(sl) and sl[at] == slot:
+            del sl[at]
+            del self._tfs[tok][at]
+        elif not filed:
+            return
+        df = self.df(tok)
+        if df == 1:
+            got = self._file.take(tok)
+            if got is not None:
+                self._one.put(tok, _pack(int(got[0][0]), float(got[1][0])))
+            else:
+                self._one.put(tok, _pack(sl[0], self._tfs[tok][0]))
+            del self._slots[tok], self._tfs[tok]
+        elif df == 0:
+            self._file.drop(tok)
+            del self._slots[tok], self._tfs[tok]
+            self._bound.pop(tok, None)
 
     # -- reads -------------------------------------------------------------------------------
     @property
