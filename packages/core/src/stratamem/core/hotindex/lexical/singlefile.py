@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stratamem.core.hotindex.lexical import singles
 from stratamem.core.hotindex.lexical.postfile import _pread, _pwrite
 from stratamem.core.hotindex.rowfile import Spill
 
@@ -212,19 +213,7 @@ def _pread_padded(fd: int, size: int, at: int) -> bytes:
 
 def _place(keys: np.ndarray, mask: int) -> np.ndarray:
     """Each entry's bucket by linear probing in insertion order, as ``put`` one at a time would
-    (``singles._place``'s rounds: every entry not placed takes its slot if free, the first of
-    several wanting it; the others move one on)."""
+    (``singles._place``'s rounds)."""
     table = np.zeros(mask + 1, dtype=np.int64)
-    pos = keys & mask
-    todo = np.arange(len(keys))
-    while len(todo):
-        p = pos[todo]
-        free = table[p] == 0
-        _slots, first = np.unique(p[free], return_index=True)
-        won = todo[free][first]
-        table[pos[won]] = won + 1
-        placed = np.zeros(len(keys), dtype=bool)
-        placed[won] = True
-        todo = todo[~placed[todo]]
-        pos[todo] = (pos[todo] + 1) & mask
+    singles._place(table, keys, mask)
     return np.flatnonzero(table)[np.argsort(table[table > 0])]
