@@ -6,15 +6,14 @@ the pruned BM25 top-k still equals the exhaustive scorer over such postings."""
 
 from __future__ import annotations
 
-import gc
 import random
-import tracemalloc
 from collections import Counter
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lexical_support import indexed_bytes, lists
 
 from stratamem.core.hotindex.lexical import Lexical, analyze, scoring
 
@@ -139,26 +138,9 @@ def test_one_posting_tokens_cost_no_python_object_each() -> None:
     cost 138 B a text here; the compact store 76 (soak-session11.md)."""
     n = 20_000
     texts = [f"alpha beta gamma {1_000_003 + 7 * i}" for i in range(n)]
-    for t in texts[:10]:
-        analyze(t)  # the analyser's caches warm before tracing
-    gc.collect()
-    tracemalloc.start()
-    try:
-        lex = Lexical()
-        for i, t in enumerate(texts):
-            lex.add(i, t)
-        gc.collect()
-        held, _peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    lex, held = indexed_bytes(texts)
     assert lex.df(str(1_000_003 + 7 * 123)) == 1 and lex.df("alpha") == n
     assert held / n <= 100, f"{held / n:.1f} B a text"
-
-
-def _lists(lex: Lexical, tok: str) -> tuple[list[int], list[float]] | None:
-    """``tok``'s postings as lists (a numpy view held over a write would pin the array)."""
-    got = lex.postings(tok)
-    return None if got is None else (got[0].tolist(), got[1].tolist())
 
 
 def test_a_token_goes_from_one_posting_to_two_and_back() -> None:
@@ -166,15 +148,15 @@ def test_a_token_goes_from_one_posting_to_two_and_back() -> None:
     lex.add(5, "lone q1z q1z")
     assert lex.df("lone") == 1
     lex.add(2, "lone")  # the second posting lands below the first
-    assert _lists(lex, "lone") == ([2, 5], [1.0, 1.0])
+    assert lists(lex, "lone") == ([2, 5], [1.0, 1.0])
     lex.remove(2, "lone")
-    assert _lists(lex, "lone") == ([5], [1.0]) and lex.df("lone") == 1
-    assert _lists(lex, "q1z") == ([5], [2.0])
+    assert lists(lex, "lone") == ([5], [1.0]) and lex.df("lone") == 1
+    assert lists(lex, "q1z") == ([5], [2.0])
     lex.add_many(6, ["lone lone lone", "solo"])  # a bulk load promotes it again
-    assert _lists(lex, "lone") == ([5, 6], [1.0, 3.0])
+    assert lists(lex, "lone") == ([5, 6], [1.0, 3.0])
     lex.remove(5, "lone q1z q1z")
     lex.remove(6, "lone lone lone")
-    assert _lists(lex, "lone") is None and lex.df("lone") == 0 and _lists(lex, "q1z") is None
+    assert lists(lex, "lone") is None and lex.df("lone") == 0 and lists(lex, "q1z") is None
     assert sorted(lex.tokens()) == ["solo"]
     lex.remove(6, "lone lone lone")  # a second removal changes nothing
     assert lex.docs == 1
@@ -202,7 +184,7 @@ def test_removing_a_slot_with_a_text_it_does_not_hold_leaves_other_slots_posting
     lex.add(0, "alpha")
     lex.add(1, "beta")
     lex.remove(1, "alpha beta")  # "alpha" is held by slot 0 only
-    assert _lists(lex, "alpha") == ([0], [1.0]) and _lists(lex, "beta") is None
+    assert lists(lex, "alpha") == ([0], [1.0]) and lists(lex, "beta") is None
 
 
 def test_term_frequencies_cost_a_byte_a_posting() -> None:
@@ -227,10 +209,10 @@ def test_a_term_frequency_above_255_widens_its_token_and_scores_the_same() -> No
         lex.add(i, t)
     ref.add_many(0, texts)
     for got in (lex, ref):
-        assert _lists(got, "big") == ([0, 1, 2], [300.0, 1.0, 1.0])
-        assert _lists(got, "small") == ([1, 2, 3], [1.0, 2.0, 1.0])
+        assert lists(got, "big") == ([0, 1, 2], [300.0, 1.0, 1.0])
+        assert lists(got, "small") == ([1, 2, 3], [1.0, 2.0, 1.0])
     lex.add(4, "big " * 256)
     lex.remove(0, texts[0])
-    assert _lists(lex, "big") == ([1, 2, 4], [1.0, 1.0, 256.0])
+    assert lists(lex, "big") == ([1, 2, 4], [1.0, 1.0, 256.0])
     mask = np.ones(5, dtype=bool)
     assert lex.bm25(["big", "small"], mask, 3) == lex.bm25_exhaustive(["big", "small"], mask, 3)

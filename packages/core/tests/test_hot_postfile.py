@@ -3,19 +3,13 @@ posting, and every read, score and count equals the postings held in memory."""
 
 from __future__ import annotations
 
-import gc
 import random
-import tracemalloc
 
 import numpy as np
 import pytest
+from lexical_support import indexed_bytes, lists
 
 from stratamem.core.hotindex.lexical import Lexical, analyze
-
-
-def _lists(lex: Lexical, tok: str) -> tuple[list[int], list[float]] | None:
-    got = lex.postings(tok)
-    return None if got is None else (got[0].tolist(), got[1].tolist())
 
 
 def test_long_postings_cost_no_resident_bytes_per_posting() -> None:
@@ -26,17 +20,7 @@ def test_long_postings_cost_no_resident_bytes_per_posting() -> None:
     n = 20_000
     words = "alpha beta gamma delta epsilon zeta theta kappa"
     texts = [words] * n
-    analyze(words)  # the analyser's caches warm before tracing
-    gc.collect()
-    tracemalloc.start()
-    try:
-        lex = Lexical()
-        for i, t in enumerate(texts):
-            lex.add(i, t)
-        gc.collect()
-        held, _peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    lex, held = indexed_bytes(texts)
     assert lex.df("alpha") == n and lex.df("kappa") == n
     got = lex.postings("gamma")
     assert got is not None and got[0].tolist() == list(range(n))
@@ -72,7 +56,7 @@ def test_scores_equal_the_postings_held_in_memory(monkeypatch: pytest.MonkeyPatc
     assert not len(held._file)
     for tok in vocab:
         assert filed.df(tok) == held.df(tok), tok
-        assert _lists(filed, tok) == _lists(held, tok), tok
+        assert lists(filed, tok) == lists(held, tok), tok
     mask = np.array([rng.random() > 0.1 for _ in range(3000)], dtype=bool)
     for _ in range(50):
         toks = rng.sample(vocab, rng.randrange(1, 6))
@@ -93,19 +77,19 @@ def test_a_filed_token_widened_and_brought_back_to_one_posting(
         lex.add(slot, "tok")
     assert "tok" in lex._file
     lex.add(2, "tok")  # a rewritten slot among the file's postings
-    assert _lists(lex, "tok") == ([1, 2, 3, 5, 7], [1.0] * 5)
+    assert lists(lex, "tok") == ([1, 2, 3, 5, 7], [1.0] * 5)
     lex.add(9, " ".join(["tok"] * 300))  # a count past a byte: the token held whole, float32
     assert "tok" not in lex._file
-    assert _lists(lex, "tok") == ([1, 2, 3, 5, 7, 9], [1.0] * 5 + [300.0])
+    assert lists(lex, "tok") == ([1, 2, 3, 5, 7, 9], [1.0] * 5 + [300.0])
     for slot in (9, 1, 2, 3, 5):
         lex.remove(slot, "tok" if slot != 9 else " ".join(["tok"] * 300))
-    assert _lists(lex, "tok") == ([7], [1.0]) and lex.df("tok") == 1
+    assert lists(lex, "tok") == ([7], [1.0]) and lex.df("tok") == 1
     for slot in (10, 11, 12):
         lex.add(slot, "tok")
     assert "tok" in lex._file
     for slot in (10, 11, 12):
         lex.remove(slot, "tok")
-    assert _lists(lex, "tok") == ([7], [1.0]) and "tok" not in lex._file
+    assert lists(lex, "tok") == ([7], [1.0]) and "tok" not in lex._file
     lex.remove(7, "tok")
     assert lex.postings("tok") is None and lex.df("tok") == 0
 
@@ -116,19 +100,8 @@ def test_one_posting_tokens_cost_no_resident_bytes_each() -> None:
     file (``singlefile.py``) what stays is the document's length, 4 B a text."""
     n = 20_000
     texts = [str(1_000_003 + 7 * i) for i in range(n)]
-    for t in texts[:10]:
-        analyze(t)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        lex = Lexical()
-        for i, t in enumerate(texts):
-            lex.add(i, t)
-        gc.collect()
-        held, _peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert lex.df(texts[123]) == 1 and _lists(lex, texts[4567]) == ([4567], [1.0])
+    lex, held = indexed_bytes(texts)
+    assert lex.df(texts[123]) == 1 and lists(lex, texts[4567]) == ([4567], [1.0])
     assert held / n <= 8, f"{held / n:.1f} B a text"
 
 
@@ -155,7 +128,7 @@ def test_an_update_of_other_columns_leaves_the_postings_alone(
             for i in range(200)
         ]
     )
-    before = {w: _lists(t.lex, w) for w in [*words, "n7"]}
+    before = {w: lists(t.lex, w) for w in [*words, "n7"]}
     mask = np.ones(200, dtype=bool)
     scores = t.lex.bm25(["alpha", "gamma", "n7"], mask, 20)
     calls: list[str] = []
@@ -165,11 +138,11 @@ def test_an_update_of_other_columns_leaves_the_postings_alone(
     t.update("r8", {"vec_summary": rng.standard_normal(8).astype(np.float32)})
     assert calls == []
     monkeypatch.undo()
-    assert {w: _lists(t.lex, w) for w in before} == before
+    assert {w: lists(t.lex, w) for w in before} == before
     assert t.lex.bm25(["alpha", "gamma", "n7"], mask, 20) == scores
     assert t.rows[t.slot_of.get("r7")]["priority"] == 0.9
     t.update("r7", {"search_text": "omega"})
-    assert _lists(t.lex, "omega") == ([7], [1.0]) and t.lex.df("n7") == 0
+    assert lists(t.lex, "omega") == ([7], [1.0]) and t.lex.df("n7") == 0
 
 
 def test_a_batch_delete_rewrites_each_record_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,7 +183,7 @@ def test_a_batch_delete_rewrites_each_record_once(monkeypatch: pytest.MonkeyPatc
     vocab = {tok for tx in texts.values() for tok in analyze(tx)}
     for tok in vocab:
         assert t.lex.df(tok) == fresh.df(tok), tok
-        assert _lists(t.lex, tok) == _lists(fresh, tok), tok
+        assert lists(t.lex, tok) == lists(fresh, tok), tok
     assert t.lex.postings("lonely") is None and "lonely" not in t.lex._slots
     mask = np.zeros(t.n, dtype=bool)
     mask[[slot_of[r] for r in keep]] = True
