@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from stratamem.core import deferred_imports
+
 __version__ = "0.1.0"
+
+deferred_imports.install()  # before any module of the engine imports LanceDB
 
 if TYPE_CHECKING:
     from stratamem.core.blocking import BlockingCore
