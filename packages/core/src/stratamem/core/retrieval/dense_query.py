@@ -176,7 +176,11 @@ async def read_sample(table: Any, store: Any) -> Sample:
     the version it was read at, else read now (the retrieval runs this under its deadline).
 
     A sample is kept only when the version did not move while it was read, so a cached sample is
-    always what that version returns."""
+    always what that version returns. The FTS index is brought up to date first (``LanceStore.
+    fts_current``): its rebuild commits a version, which would retire a sample read before it."""
+    fold = getattr(store, "fts_current", None)
+    if fold is not None:
+        await fold(str(table.name))
     cache = cache_for(store)
     if cache is None:
         return Sample.of(_texts(await _sample_rows(table)))

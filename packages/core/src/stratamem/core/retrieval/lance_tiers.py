@@ -32,6 +32,15 @@ Row = dict[str, Any]
 TextOf = Callable[[Mapping[str, Any]], str]
 
 
+async def fts_current(store: Any | None, name: str, text: str) -> None:
+    """Fold the rows written since ``name``'s FTS index was built into it before a text query:
+    LanceDB scores rows its index does not cover on another BM25 scale (``LanceStore.fts_current``).
+    Bare tables (no store) are read as they are."""
+    fold = getattr(store, "fts_current", None)
+    if fold is not None and text.strip():
+        await fold(name)
+
+
 async def table_pool(
     pool: Pool,
     table: Any,
@@ -59,7 +68,11 @@ async def table_pool(
         return [(r, sc) for r, sc in (got or []) if sc >= vec_floor]
 
     async def fts() -> ch.Scored:
-        got = await dl.run("fts", lambda: ch.table_fts(table, cq.fts_text, where, kw_limit))
+        async def query() -> ch.Scored:
+            await fts_current(store, name, cq.fts_text)
+            return await ch.table_fts(table, cq.fts_text, where, kw_limit)
+
+        got = await dl.run("fts", query)
         return ch.floor_relative(ch.merge_scored(got or [], [], normalise=True), 0.0, 0.2)
 
     async def pattern() -> ch.Scored:
@@ -146,13 +159,12 @@ async def trace_channels(
         got: ch.Scored = []
         extra = [(word, w) for word, _tok, w in cq.expansion]  # the hot path's weighted terms
         if table is not None:
-            got = (
-                await dl.run(
-                    "fts",
-                    lambda: ch.table_fts(table, cq.fts_text, where, kw_pool, extra=extra),
-                )
-                or []
-            )
+
+            async def query() -> ch.Scored:
+                await fts_current(store, "traces", cq.fts_text)
+                return await ch.table_fts(table, cq.fts_text, where, kw_pool, extra=extra)
+
+            got = await dl.run("fts", query) or []
         merged = ch.merge_scored(got, ch.pending_bm25(lex_pending, cq.terms), normalise=True)
         return ch.floor_relative(merged, 0.0, 0.2)[:kw_pool]
 

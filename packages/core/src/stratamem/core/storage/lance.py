@@ -3,7 +3,8 @@ new), index upkeep.
 
 Cosine distance everywhere; native FTS on ``search_text``; an ANN index (IVF_HNSW_SQ, cosine) once a
 vector column holds ``ann_threshold_rows`` rows, queried with explicit ``nprobes``/``ef``/``refine``
-so recall stays high (stack.md §2.3); ``optimize()`` on a schedule with a bounded cleanup window.
+so recall stays high (stack.md §2.3); ``optimize()`` on a schedule with a bounded cleanup window;
+the FTS index brought up to date before a LanceDB-path text query (storage/fts_cover.py).
 No scalar index on owner/namespace columns: stack.md §2.3 measured a BTree making the prefiltered
 brute-force vector query slower, so the visibility predicate runs as a plain prefilter.
 """
@@ -31,10 +32,12 @@ from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex import HotIndex
 from stratamem.core.storage import allocator
+from stratamem.core.storage.fts_cover import FtsCover
 from stratamem.core.storage.ownership import Scope, owners_where, quote, shared_where
 from stratamem.core.storage.ownership import ids_where as ids_where  # re-export (local.py)
 from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES
 from stratamem.core.storage.scoped import ScopedTable
+from stratamem.core.storage.stats import table_stats
 from stratamem.core.telemetry import get_logger
 
 _log = get_logger("storage")
@@ -73,6 +76,8 @@ class LanceStore:
         #: rows returned by reads since open (what a query costs, for tests and ``doctor``)
         self.rows_read = 0
         self.index_lock = asyncio.Lock()
+        #: whether each table's FTS index covers its rows; the LanceDB path folds them in first
+        self.fts = FtsCover(self._rebuild_fts)
         #: orders each write's LanceDB commit with its hot-index update (a sliced upsert yields
         #: the loop, so an update of one of its rows must wait for the slices to land)
         self._write_lock = asyncio.Lock()
@@ -274,6 +279,7 @@ class LanceStore:
     def close(self) -> None:
         if self._rebalancing is not None:
             self._rebalancing.cancel()
+        self.fts.cancel()
         if self.hot is not None:
             self.hot.cancel_builds()
         for tbl in self._tables.values():
@@ -350,6 +356,7 @@ class LanceStore:
                 await table.add(data, on_bad_vectors="null")
             self._rows_since_optimize += len(rows)
             self._nonempty.add(name)
+            self.fts.changed(name)
             if self.hot is not None:
                 await self._hot_upsert(name, hot_rows)
         if self.hot is not None and self.hot.over_budget():
@@ -370,6 +377,7 @@ class LanceStore:
     async def update(self, name: str, row_id: str, values: dict[str, Any]) -> None:
         async with self._write_lock:
             await self._tables[name].update(values, where=f"id = {quote(row_id)}")
+            self.fts.changed(name)
             if self.hot is not None and not self.hot.update(name, row_id, values):
                 # a row memory does not hold (its owner is not held) may have been shared
                 got = await self._tables[name].query().where(f"id = {quote(row_id)}").to_arrow()
@@ -379,6 +387,7 @@ class LanceStore:
         if ids:
             async with self._write_lock:
                 await self._tables[name].delete(ids_where(ids))
+                self.fts.changed(name)
                 if self.hot is not None:
                     self.hot.delete(name, ids)
 
@@ -481,10 +490,11 @@ class LanceStore:
         where: str | None = None,
         columns: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """BM25 over ``search_text`` (``_score``) among the rows ``scope`` may read; empty when the
-        table has no FTS index yet."""
+        """BM25 over ``search_text`` (``_score``) among the rows ``scope`` may read, the rows written
+        since the index was built folded in first; empty when the table has no FTS index yet."""
         if not self.has_fts(name) or not text.strip():
             return []
+        await self.fts_current(name)
         q = self._tables[name].query().nearest_to_text(text)
         q = q.where(scope.where_and(where)).limit(limit)
         if columns:
@@ -503,8 +513,7 @@ class LanceStore:
                 if n == 0:
                     continue
                 if name not in self._fts_ready:
-                    await tbl.create_index("search_text", config=FTS(), replace=True)
-                    self._fts_ready.add(name)
+                    await self._build_fts(name)
                     built.append(f"{name}.search_text")
                 for vec in vecs:
                     if (name, vec) in self._ann_ready:
@@ -524,13 +533,30 @@ class LanceStore:
         return built
 
     async def ensure_fts(self, name: str) -> None:
-        """Build the FTS index the first time a table gets rows (later rows are folded in by optimize)."""
+        """Build the FTS index the first time a table gets rows (later rows are folded in by
+        optimize, or by ``fts_current`` before a LanceDB-path text query)."""
         if name in self._fts_ready:
             return
         async with self.index_lock:
             if name not in self._fts_ready and await self._tables[name].count_rows() > 0:
-                await self._tables[name].create_index("search_text", config=FTS(), replace=True)
-                self._fts_ready.add(name)
+                await self._build_fts(name)
+
+    async def fts_current(self, name: str) -> None:
+        """Fold the rows written since ``name``'s FTS index was built into it, so a text query
+        scores every row on one BM25 scale (storage/fts_cover.py says why). No index: nothing."""
+        if self.has_fts(name):
+            await self.fts.current(name)
+
+    async def _rebuild_fts(self, name: str) -> None:
+        async with self.index_lock:
+            await self._build_fts(name)
+
+    async def _build_fts(self, name: str) -> None:
+        """A full build over the rows held now (under ``index_lock``)."""
+        mark = self.fts.mark(name)
+        await self._tables[name].create_index("search_text", config=FTS(), replace=True)
+        self._fts_ready.add(name)
+        self.fts.covered(name, mark)
 
     async def optimize(self, cleanup_older_than_s: float | None = None) -> None:
         """Compact, fold new rows into indexes, drop versions older than the bounded window
@@ -539,8 +565,11 @@ class LanceStore:
         window = self.cfg.get_int("cleanup_older_than_s")
         older = timedelta(seconds=window if cleanup_older_than_s is None else cleanup_older_than_s)
         async with self.index_lock:
-            for tbl in self._tables.values():
+            for name, tbl in self._tables.items():
+                mark = self.fts.mark(name)
                 await tbl.optimize(cleanup_older_than=older)
+                if name in self._fts_ready:  # its index now covers every row it held
+                    self.fts.covered(name, mark)
             self._optimizes += 1
             every = self.cfg.get_int("lance_session_renew_every")
             if every > 0 and self._optimizes % every == 0:
@@ -553,23 +582,7 @@ class LanceStore:
 
     async def stats(self) -> dict[str, Any]:
         """Rows, versions, fragments, unindexed rows and disk bytes per table (for ``doctor``)."""
-        out: dict[str, Any] = {}
-        for name, tbl in self._tables.items():
-            info: dict[str, Any] = {"rows": await tbl.count_rows(), "version": await tbl.version()}
-            try:
-                st: Any = await tbl.stats()
-                info["bytes"] = int(_field(st, "total_bytes"))
-                info["fragments"] = int(_field(_field(st, "fragment_stats"), "num_fragments"))
-            except Exception:  # stats are advisory
-                pass
-            unindexed = {}
-            for idx in await tbl.list_indices():
-                s = await tbl.index_stats(idx.name)
-                if s is not None:
-                    unindexed[idx.name] = int(s.num_unindexed_rows)
-            info["unindexed_rows"] = unindexed
-            out[name] = info
-        return out
+        return await table_stats(self._tables)
 
 
 def _held_log(held: frozenset[tuple[str, str]] | None) -> str:
@@ -585,7 +598,3 @@ def _conform(row: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
             value = value.astype(np.float32).tolist()
         out[field.name] = value
     return out
-
-
-def _field(obj: Any, key: str) -> Any:
-    return obj[key] if isinstance(obj, dict) else getattr(obj, key)
