@@ -18,24 +18,26 @@ any import of LanceDB in the engine, whichever module comes first.
 
 from __future__ import annotations
 
-import importlib.abc
+import _thread
 import importlib.machinery
 import sys
-import threading
-from collections.abc import Sequence
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # (``importlib.abc`` pulls in importlib.resources, pathlib, tempfile: ~10 ms)
+    from collections.abc import Sequence
+    from importlib.abc import Loader
+    from types import ModuleType
 
 #: the package whose body is deferred
 DEFERRED = "lance_namespace_urllib3_client"
 
 
-class _BodyOnFirstUse(importlib.abc.Loader):
+class _BodyOnFirstUse:
     """Wraps the package's real loader: creates the module, runs its body on first use."""
 
-    def __init__(self, real: importlib.abc.Loader) -> None:
+    def __init__(self, real: Loader) -> None:
         self._real = real
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def __getattr__(self, name: str) -> Any:  # resource readers, get_code, is_package, …
         return getattr(self._real, name)
@@ -61,7 +63,7 @@ class _BodyOnFirstUse(importlib.abc.Loader):
         module.__getattr__ = __getattr__  # type: ignore[method-assign]
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
@@ -69,7 +71,7 @@ class _Finder(importlib.abc.MetaPathFinder):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.loader is not None:
-            spec.loader = _BodyOnFirstUse(spec.loader)
+            spec.loader = _BodyOnFirstUse(spec.loader)  # type: ignore[assignment]
         return spec
 
 
