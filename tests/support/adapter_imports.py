@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-#: ``stratamem.core`` itself (lazy) and the module its ``hookimpl`` marker lives in
-ALLOWED_MODULES = {"stratamem.core", "stratamem.core.hookspecs"}
+#: ``stratamem.core`` itself (lazy), the module its ``hookimpl`` marker lives in, and the import
+#: finder its ``__init__`` installs (``deferred_imports``: no engine code, ``importlib.machinery`` only)
+ALLOWED_MODULES = {"stratamem.core", "stratamem.core.hookspecs", "stratamem.core.deferred_imports"}
 
 
 def _core_imports(path: Path) -> list[str]:
