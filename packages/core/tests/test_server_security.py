@@ -241,3 +241,19 @@ async def test_a_scoped_tokens_health_counts_its_namespaces_and_names_no_home(
     assert scoped.home == "" and scoped.journal_backlog == 0
     assert scoped.counts["traces"] == 1  # hermes/* sees its own trace, not openclaw's three
     assert scoped.counts.get("journal_set_aside", 0) == 0
+
+
+async def test_the_owners_health_counts_every_kind_a_scoped_token_counts(service: Service) -> None:
+    # the owner's counts had no episodes, which a token's (and the viewer's) have
+    async with RemoteCore(f"unix:{service.socket_path}") as owner:
+        for i in range(2):
+            await owner.turn_end(replace(_turn(OPENCLAW, f"openclaw turn {i}"), turn_key=f"e{i}"))
+        await owner.turn_end(_turn(HERMES, "hermes turn"))
+        await owner.flush(30)
+        full = await owner.health()
+    assert service.tcp_address is not None
+    async with RemoteCore(service.tcp_address, token="scoped-token") as remote:
+        scoped = await remote.health()
+    assert set(scoped.counts) <= set(full.counts)
+    assert scoped.counts["episodes"] >= 1  # hermes/*'s own
+    assert full.counts["episodes"] > scoped.counts["episodes"]  # and openclaw's

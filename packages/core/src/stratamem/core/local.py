@@ -189,6 +189,8 @@ class LocalCore:
         self._alive()
         every = Scope.everything("health.counts")
         counts = {"traces": await self.store.count("traces", every)}
+        # the same figure a scoped token's health counts over its namespaces (scoped_health)
+        counts["episodes"] = sum(f.episodes for f in await overview.namespaces(self.services))
         for t in ("policies", "world_models", "skills"):
             counts[t] = await self.store.count(t, every)
         counts["journal_set_aside"] = self.journal.set_aside_total
