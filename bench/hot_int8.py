@@ -95,9 +95,10 @@ async def run(rows: list[int], queries: int, seed: int, layouts: list[str]) -> d
             "bytes_per_vector": {
                 "f32": vecs.shape[1] * 4,
                 "graph": round(int(ann.index.memory_usage) / n) if ann is not None else 0,
-                # resident: codes, scales, flags; the rest in the side file
+                # resident: the flags; codes and scales in one side file, the rest in another
+                **{lay: round(t.has[col].nbytes / n) for lay, t in tables.items()},
                 **{
-                    lay: round(sum(x[col].nbytes for x in (t.vecs, t.scales, t.has)) / n)
+                    f"{lay}_codes_file": round(t.codes[col].file_bytes() / n)
                     for lay, t in tables.items()
                 },
                 **{

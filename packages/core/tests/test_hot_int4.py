@@ -47,16 +47,20 @@ def _table(vecs: np.ndarray, layout: str | None, tmp_path: Path) -> HotTable:
     return t
 
 
-def test_the_default_layout_holds_about_half_of_int8s_bytes_in_memory(tmp_path: Path) -> None:
+def test_the_default_layout_holds_its_codes_in_side_files_and_a_flag_in_memory(
+    tmp_path: Path,
+) -> None:
     vecs = _clustered(600, 384, 1)
     t = _table(vecs, None, tmp_path)
     n = len(vecs)
-    # 192 B of 4-bit codes, a 4 B scale, a 1 B flag per vector ("i8": 384 + 4 + 1)
-    assert table_bytes(t)["vectors"] / n <= 200
-    # the rescoring records are in the side file: int8 codes, residual, scale
+    # a 1 B flag per vector in memory (before the codes' file: + 192 B of 4-bit codes, 4 B scale)
+    assert table_bytes(t)["vectors"] / n <= 2
+    # the first stage's records: 4-bit codes, scale; the rescoring records: int8 codes, residual,
+    # scale
+    assert t.codes[COL].file_bytes() == n * (192 + 4)
     assert t.resid[COL].file_bytes() == n * (384 + 192 + 4)
     old = _table(vecs, "i8", tmp_path)
-    assert table_bytes(old)["vectors"] / n >= 385
+    assert old.codes[COL].file_bytes() == n * (384 + 4)
 
 
 def test_rescoring_reads_int8s_bytes_from_the_side_file_so_scores_are_int8s_exactly(
@@ -93,7 +97,8 @@ def test_an_update_that_leaves_the_vector_alone_keeps_its_stored_bytes(tmp_path:
 
     def stored() -> tuple[bytes, bytes, float]:
         record = t.resid[COL].read(np.array([7]))[0]
-        return t.vecs[COL][7].tobytes(), record.tobytes(), float(t.scales[COL][7])
+        codes, scales = t.codes[COL].read(np.array([7]))
+        return codes.tobytes(), record.tobytes(), float(scales[0])
 
     before = stored()
     t.update("r7", {"priority": 0.9})

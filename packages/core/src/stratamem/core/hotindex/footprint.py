@@ -5,8 +5,9 @@ mixes it with everything else cannot tell a leak from data. This estimate walks 
 numpy buffers by ``nbytes`` (capacity included), Python containers and their values by
 ``sys.getsizeof`` (the rows themselves are in a side file: only their locations count, ``RowFile.nbytes``). It costs one pass over the
 rows: for ``doctor`` and the bench; the memory budget's check estimates the rows from a sample.
-Side files (rows, rescoring records, long postings, one-posting tokens) are on disk and in the
-kernel's page cache, not in the process: they are not counted.
+Side files (rows, vector codes, rescoring records, long postings, one-posting tokens) are on disk
+and in the kernel's page cache, not in the process: they are not counted (nor a scan's scratch
+buffer: one per scanning thread, ``codefile.SCAN_BYTES``, whatever the data).
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def _masks_bytes(masks: Mapping[Any, Any]) -> int:
 def table_bytes(t: HotTable, sample: int = 0) -> dict[str, int]:
     """The table's parts in bytes; with ``sample``, the rows' values are estimated from that many
     rows spread over the table (the memory budget's periodic check) instead of walking them all."""
-    vectors = sum(m.nbytes for m in t.vecs.values()) + sum(h.nbytes for h in t.has.values())
-    vectors += sum(s.nbytes for s in t.scales.values()) + sum(r.nbytes() for r in t.resid.values())
+    vectors = sum(m.nbytes() for m in t.codes.values()) + sum(h.nbytes for h in t.has.values())
+    vectors += sum(r.nbytes() for r in t.resid.values())
     rows = t.rows.nbytes(sample)
     ids = t.slot_of.nbytes()
     columns = _arrays((t.alive, t.owner, t.priority, t.ts, t.session))

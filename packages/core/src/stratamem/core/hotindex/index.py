@@ -203,8 +203,7 @@ class HotIndex:
                 "slots": t.n,
                 "ann": {c: len(a) for c, a in t.ann.items() if a is not None},
                 "vector_mb": round(
-                    sum(m.nbytes for m in (*t.vecs.values(), *t.scales.values())) / 1e6,
-                    1,
+                    sum(t.codes[c].nbytes() + t.has[c].nbytes for c in t.vec_cols) / 1e6, 1
                 ),
             }
             for name, t in self.tables.items()

@@ -63,6 +63,10 @@ class SlotFile:
         with self._lock:
             self._end = max(self._end, at + len(data))
 
+    def fd(self) -> int:
+        """The file's descriptor (made now if nothing was written yet: it reads as zeros)."""
+        return self._file().fd
+
     # -- reads -------------------------------------------------------------------------------
     def read(self, slots: np.ndarray) -> np.ndarray:
         """The records of ``slots`` (any order, repeats allowed) as a (k, width) uint8 array."""
@@ -87,7 +91,7 @@ class SlotFile:
         view = out.reshape(-1).data  # the bytes of ``out`` itself: read in place
         done = 0
         while done < len(view):
-            got = _pread_into(spill.fd, view[done:], lo * w + done)
+            got = pread_into(spill.fd, view[done:], lo * w + done)
             if got <= 0:  # the file's end: the rest was never written
                 break
             done += got
@@ -102,7 +106,8 @@ class SlotFile:
         return self._end
 
 
-def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+def pread_into(fd: int, view: memoryview, offset: int) -> int:
+    """Bytes read into ``view`` from ``offset`` (fewer at the file's end)."""
     preadv = getattr(os, "preadv", None)
     if preadv is not None:
         got: int = preadv(fd, [view], offset)

@@ -5,9 +5,9 @@ A slot is a row's position; it never moves (a delete leaves a tombstone, an upda
 in place), so the vector matrices, the filter columns, the postings and the ANN keys all share it.
 Visibility is decided per distinct ownership tuple by the one ownership rule, then applied to the
 slots as an integer-code mask: a query never evaluates the rule per row. Vectors are held as
-4-bit (or int8) codes with a scale per row and scanned with a SIMD kernel (``quantized.py``);
-what rescores a query's candidates (int8 codes, int4 residual, scale) is in a side file
-(``slotfile.py``), read only for them.
+4-bit (or int8) codes with a scale per row, in a side file scanned a chunk at a time with a SIMD
+kernel (``codefile.py``, ``quantized.py``); what rescores a query's candidates (int8 codes, int4
+residual, scale) is in another (``slotfile.py``), read only for them.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import pyarrow as pa
 from stratamem.core.config.settings import Section
 from stratamem.core.hotindex import slotsets
 from stratamem.core.hotindex.ann import Ann
+from stratamem.core.hotindex.codefile import CodeFile
 from stratamem.core.hotindex.ids import IdIndex, SlotIds
 from stratamem.core.hotindex.lexical import Lexical, Substrings
 from stratamem.core.hotindex.quantized import (
-    dots,
     encode_query,
     layout_of,
     quantize_rows,
@@ -97,6 +97,8 @@ def unit_matrix(batch: pa.RecordBatch, col: str, dim: int) -> tuple[np.ndarray, 
     return out, ok
 
 
+#: a (0, 0) array: the codes and scales ``unit_rows`` does not read with ``"i4"``
+_NONE = np.zeros((0, 0), dtype=np.uint8)
 #: sessions whose (ts, id) order is kept between reads (a session's turns are read for the
 #: neighbours of a hit: the cache of every session ever read grew ~1 KB a session)
 SESSION_ORDERS_CACHED = 256
@@ -105,11 +107,16 @@ SESSION_ORDERS_CACHED = 256
 ANN_CHUNK = 262144
 
 
+def _room(have: int, need: int) -> int:
+    """Rows to hold ``need`` when ``have`` are held (×1.25 steps)."""
+    return have if need <= have else max(need, have + have // 4, 64)
+
+
 def _grow(arr: np.ndarray, need: int) -> np.ndarray:
-    """``arr`` with room for ``need`` rows (×1.25 steps: the vector matrices dominate memory)."""
+    """``arr`` with room for ``need`` rows (``_room``)."""
     if need <= len(arr):
         return arr
-    new = np.zeros((max(need, len(arr) + len(arr) // 4, 64), *arr.shape[1:]), dtype=arr.dtype)
+    new = np.zeros((_room(len(arr), need), *arr.shape[1:]), dtype=arr.dtype)
     new[: len(arr)] = arr
     return new
 
@@ -151,15 +158,18 @@ class HotTable:
         #: tag -> its slots, ascending
         self.tags: dict[str, array[int]] = {}
         #: the first stage's codes and a scale per row (``quantized.py``: 4-bit codes with
-        #: ``hot_vector_dtype = "i4"``, int8 with "i8", float32 rows with "f32"); what rescoring
-        #: reads (the int8 codes, residual and scale with "i4", the residual with "i8"), only
-        #: for candidates, in a side file per column (``slotfile.py``)
+        #: ``hot_vector_dtype = "i4"``, int8 with "i8", float32 rows with "f32"), in a side file
+        #: per column scanned a chunk at a time (``codefile.py``); what rescoring reads (the int8
+        #: codes, residual and scale with "i4", the residual with "i8"), only for candidates, in
+        #: another (``slotfile.py``). In memory: which slots hold a vector
         self.layout = layout_of(self.cfg.get_str("hot_vector_dtype"))
-        width = self.layout.code_width(dim)
-        self.vecs = {c: np.zeros((0, width), dtype=self.layout.codes) for c in self.vec_cols}
+        self.codes = {c: CodeFile(self.layout, dim, spill_dir) for c in self.vec_cols}
         self.resid = {c: SlotFile(self.layout.file_width(dim), spill_dir) for c in self.vec_cols}
-        self.scales = {c: np.zeros(0, dtype=np.float32) for c in self.vec_cols}
         self.has = {c: np.zeros(0, dtype=bool) for c in self.vec_cols}
+        #: slots the first stage scans per column: the length the in-memory code matrix had
+        #: (0 until a vector is written, then ``_room``'s steps). Kept because ``argpartition``
+        #: orders tied scores by the whole array it is given: the same length, the same order
+        self.scan_rows = dict.fromkeys(self.vec_cols, 0)
         self.ann: dict[str, Ann | None] = dict.fromkeys(self.vec_cols)
         self._ann_log: dict[str, list[tuple[str, int]] | None] = dict.fromkeys(self.vec_cols)
         self.lex = Lexical(spill_dir)
@@ -244,14 +254,17 @@ class HotTable:
             mat, ok = got
             if not ok.any():
                 continue
-            if len(self.vecs[c]) < end:
-                self._grow_vectors(c, max(end, self._reserved))
+            if self.scan_rows[c] < end:
+                self.scan_rows[c] = _room(self.scan_rows[c], max(end, self._reserved))
             codes, scale, records = quantize_rows(mat[ok], self.layout)
-            self.vecs[c][first:end][ok] = codes
             block = np.zeros((k, records.shape[1]), dtype=np.uint8)
             block[ok] = records
             self.resid[c].write(first, block)
-            self.scales[c][first:end][ok] = scale
+            all_codes = np.zeros((k, codes.shape[1]), dtype=codes.dtype)
+            all_codes[ok] = codes
+            all_scales = np.zeros(k, dtype=np.float32)
+            all_scales[ok] = scale
+            self.codes[c].write(first, all_codes, all_scales)
             self.has[c][first:end] = ok
         self.version += 1
 
@@ -368,18 +381,13 @@ class HotTable:
             norm = float(np.linalg.norm(arr)) if arr.shape == (self.dim,) else 0.0
             if not norm or not math.isfinite(norm):
                 continue
-            if len(self.vecs[c]) <= slot:  # a column's matrix exists once it holds a vector
-                self._grow_vectors(c, max(slot + 1, self._reserved))
+            if self.scan_rows[c] <= slot:
+                self.scan_rows[c] = _room(self.scan_rows[c], max(slot + 1, self._reserved))
             codes, scale, records = quantize_rows((arr / norm)[None, :], self.layout)
-            self.vecs[c][slot] = codes[0]
+            self.codes[c].write(slot, codes, scale)
             self.resid[c].write(slot, records)
-            self.scales[c][slot] = scale[0]
             self.has[c][slot] = True
             self._ann_op(c, "add", slot)
-
-    def _grow_vectors(self, col: str, need: int) -> None:
-        self.vecs[col] = _grow(self.vecs[col], need)
-        self.scales[col] = _grow(self.scales[col], len(self.vecs[col]))
 
     def _ann_op(self, col: str, op: str, slot: int) -> None:
         log = self._ann_log[col]
@@ -444,17 +452,24 @@ class HotTable:
     def unit_vectors(self, col: str, slots: np.ndarray) -> np.ndarray:
         """``unit_vector`` of each slot, as one float32 matrix (the side file read per slot)."""
         records = self.resid[col].read(slots)
-        return unit_rows(
-            self.vecs[col][slots], self.scales[col][slots], records, self.layout, self.dim
-        )
+        if self.layout.name == "i4":  # the records alone make the vectors
+            return unit_rows(_NONE, _NONE, records, self.layout, self.dim)
+        codes, scales = self.codes[col].read(slots)
+        return unit_rows(codes, scales, records, self.layout, self.dim)
 
     def _ann_add_span(self, ann: Ann, col: str, part: np.ndarray) -> None:
         """Hand ``part`` (ascending slots) to the graph, the side file's records of their span
         read in one sequential pass (a build reads every vector's)."""
         lo = int(part[0])
-        records = self.resid[col].read_range(lo, int(part[-1]) + 1)[part - lo]
-        vecs = self.vecs[col][part]
-        ann.add(part, unit_rows(vecs, self.scales[col][part], records, self.layout, self.dim))
+        hi = int(part[-1]) + 1
+        records = self.resid[col].read_range(lo, hi)[part - lo]
+        if self.layout.name == "i4":
+            ann.add(part, unit_rows(_NONE, _NONE, records, self.layout, self.dim))
+            return
+        codes, scales = self.codes[col].read_range(lo, hi)
+        ann.add(
+            part, unit_rows(codes[part - lo], scales[part - lo], records, self.layout, self.dim)
+        )
 
     def scope_codes(self, scope: Scope) -> np.ndarray:
         """The owner codes ``scope`` may read (the one ownership rule, per distinct owner tuple)."""
@@ -536,15 +551,13 @@ class HotTable:
         float32 query against the stored unit vectors (``quantized.py``), best first. ``keep``:
         gets the unit vector of each slot returned (``unit_vector``'s bytes: its rows are made
         without reading the side file again, ``hot_channels.full_rows``)."""
-        mat = self.vecs[col]
-        n = min(self.n, len(mat))
+        n = min(self.n, self.scan_rows[col])
         if n == 0 or limit <= 0 or qvec.shape != (self.dim,):
             return []
         valid = mask[:n] & self.has[col][:n]
         count = int(np.count_nonzero(valid))
         if count == 0:
             return []
-        scale = self.scales[col]
         ann = self.ann[col]
         slots: np.ndarray | None = None
         if ann is not None and count > 4 * limit:
@@ -559,14 +572,18 @@ class HotTable:
                 if len(got) >= limit:
                     slots = got
         if slots is None:
-            query = encode_query(qvec, self.layout)
+            m = min(count, limit * self.layout.rescore)
             if count * 4 < n:
                 slots = np.flatnonzero(valid)
-                approx = dots(query, mat[slots], self.layout) * scale[slots]
+                if count <= m:  # every one is rescored, in slot order: no codes to read
+                    approx = np.zeros(count, dtype=np.float32)
+                else:
+                    approx = self.codes[col].scores(encode_query(qvec, self.layout), slots)
             else:
-                approx = dots(query, mat[:n], self.layout) * scale[:n]
-                approx[~valid] = -np.inf
-            m = min(count, limit * self.layout.rescore)
+                # the codes of the slots passing the mask (the others' scores are -inf)
+                approx = np.full(n, -np.inf, dtype=np.float32)
+                read = np.flatnonzero(valid)
+                approx[read] = self.codes[col].scores(encode_query(qvec, self.layout), read)
             best = (
                 np.argpartition(-approx, m - 1)[:m] if len(approx) > m else np.arange(len(approx))
             )
