@@ -142,7 +142,7 @@ def _scope_of(t: HotTable, kind: str) -> Any:
     return Scope.visible(Namespace(agent_kind=kind, profile_id="default"))
 
 
-@pytest.mark.parametrize(("layout", "chunk_rows"), [("i4", 3), ("i4", 1000), ("i8", 7)])
+@pytest.mark.parametrize(("layout", "chunk_rows"), [("i4", 3), ("i4", 1000), ("i8", 7), ("f32", 5)])
 def test_a_scan_read_a_chunk_at_a_time_returns_what_the_in_memory_scan_returned(
     tmp_path: Path, layout: str, chunk_rows: int
 ) -> None:
@@ -160,7 +160,13 @@ def test_a_scan_read_a_chunk_at_a_time_returns_what_the_in_memory_scan_returned(
         for mask in _masks(t, rng):
             for q in queries:
                 for limit in (1, 10, 40):
-                    assert t.vector(COL, q, mask, limit) == model.vector(q, mask, limit)
+                    got, want = t.vector(COL, q, mask, limit), model.vector(q, mask, limit)
+                    if layout == "f32":
+                        # BLAS's float32 dot products of a chunk may differ in the last bit from
+                        # those of the whole matrix: tied rows (duplicates) can swap places
+                        assert [s for _i, s in got] == [s for _i, s in want]
+                    else:
+                        assert got == want
                     checked += 1
 
     model.put(_rows(range(0, 700), vecs[:700]))  # grows across chunk boundaries

@@ -9,6 +9,8 @@ threshold. So a row's codes and scale are one fixed-width record in an anonymous
 them a chunk at a time with ``pread`` into one scratch buffer per thread (``SCAN_BYTES``), runs the
 same kernel on each chunk and multiplies by the same scales: the same float32 scores as the matrix
 gave, row for row (integer dot products are exact; the scale's product is one rounding either way).
+With ``"f32"`` rows the dot products are BLAS's, whose last bit may depend on a row's place in the
+block it is given: scores equal to ~1e-7, and exactly tied rows may come in another order.
 
 A masked scan reads only the runs of slots it needs (slots closer than ``GAP_ROWS`` read as one
 run: a few records read for nothing cost less than a system call). The buffer's bytes are the
@@ -81,6 +83,39 @@ class CodeFile:
         """(codes, scales) of slots ``lo`` .. ``hi - 1`` in one sequential read."""
         return self._split(self.file.read_range(lo, hi))
 
+    def scan(self, query: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """``dots(query, codes[:n]) * scales[:n]`` for ``n = len(valid)``, as float32, each chunk
+        scored into the result in place; a chunk with no slot in ``valid`` is not read (its
+        scores are left undefined: the caller masks them)."""
+        n = len(valid)
+        out = np.empty(n, dtype=np.float32)
+        width = self.file.width
+        rows = max(1, self.scan_bytes // width)
+        buf = _buffer(rows * width)
+        fd = self.file.fd()
+        for lo in range(0, n, rows):
+            hi = min(n, lo + rows)
+            if not valid[lo:hi].any():
+                continue
+            block = buf[: (hi - lo) * width]
+            self._read(fd, block, lo)
+            mat = block.reshape(hi - lo, width)
+            part = out[lo:hi]
+            self._dots(query, mat[:, : self.code_bytes], part[None, :])
+            part *= mat[:, self.code_bytes :].view(np.float32)[:, 0]
+        return out
+
+    def _read(self, fd: int, block: np.ndarray, first: int) -> None:
+        """Records from slot ``first`` into ``block`` (zeros past the file's end)."""
+        view, at, got = block.data, first * self.file.width, 0
+        while got < len(view):
+            step = pread_into(fd, view[got:], at + got)
+            self.preads += 1
+            if step <= 0:  # past the file's end: never written
+                block[got:] = 0
+                return
+            got += step
+
     def scores(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """``dots(query, codes[slots]) * scales[slots]`` (``quantized.dots``) for ascending
         distinct ``slots``, as float32: the records read a chunk at a time into the scratch
@@ -93,7 +128,6 @@ class CodeFile:
         rows = max(1, self.scan_bytes // width)
         buf = _buffer(rows * width)[: rows * width]
         mat = buf.reshape(rows, width)
-        view = buf.data  # the buffer's own bytes: read in place
         fd = self.file.fd()
         cut = np.flatnonzero(np.diff(idx) > GAP_ROWS) + 1
         starts = idx[np.r_[0, cut]].tolist()
@@ -113,7 +147,9 @@ class CodeFile:
             mine = idx[done:upto]
             at = np.searchsorted(np.asarray(piece_slot), mine, side="right") - 1
             pos = np.asarray(piece_row, dtype=np.int64)[at] + (mine - np.asarray(piece_slot)[at])
-            raw = self._dots(query, mat[:fill, : self.code_bytes])
+            raw = np.empty((1, fill), dtype=np.float32)
+            self._dots(query, mat[:fill, : self.code_bytes], raw)
+            raw = raw[0]
             scale = mat[:fill, self.code_bytes :].view(np.float32)[:, 0]
             out[done:upto] = raw[pos] * scale[pos]
             done = upto
@@ -126,15 +162,7 @@ class CodeFile:
                 if fill == rows:
                     flush()
                 take = min(hi - lo, rows - fill)
-                part = view[fill * width : (fill + take) * width]
-                got = 0
-                while got < len(part):
-                    step = pread_into(fd, part[got:], lo * width + got)
-                    self.preads += 1
-                    if step <= 0:  # past the file's end: never written
-                        buf[fill * width + got : (fill + take) * width] = 0
-                        break
-                    got += step
+                self._read(fd, buf[fill * width : (fill + take) * width], lo)
                 piece_slot.append(lo)
                 piece_row.append(fill)
                 fill += take
@@ -142,20 +170,16 @@ class CodeFile:
         flush()
         return out
 
-    def _dots(self, query: np.ndarray, block: np.ndarray) -> np.ndarray:
-        """``quantized.dots`` over a (rows, code bytes) view of the buffer."""
+    def _dots(self, query: np.ndarray, block: np.ndarray, out: np.ndarray) -> None:
+        """``quantized.dots`` over a (rows, code bytes) view of the buffer, into ``out`` (1, rows)."""
         name = self.layout.name
         codes = block.view(self.layout.codes)
         if name == "f32":
-            got: np.ndarray = np.ascontiguousarray(codes) @ query
-            return got
-        res = np.empty((1, len(codes)), dtype=np.float32)
-        if name == "i4":
-            nk.cdist(query[None, :], codes, metric="dot", dtype="int4", out=res)
+            out[0] = np.ascontiguousarray(codes) @ query
+        elif name == "i4":
+            nk.cdist(query[None, :], codes, metric="dot", dtype="int4", out=out)
         else:
-            nk.cdist(query[None, :], codes, metric="dot", out=res)
-        row: np.ndarray = res[0]
-        return row
+            nk.cdist(query[None, :], codes, metric="dot", out=out)
 
     # -- size --------------------------------------------------------------------------------
     def nbytes(self) -> int:

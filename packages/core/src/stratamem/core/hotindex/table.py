@@ -580,10 +580,8 @@ class HotTable:
                 else:
                     approx = self.codes[col].scores(encode_query(qvec, self.layout), slots)
             else:
-                # the codes of the slots passing the mask (the others' scores are -inf)
-                approx = np.full(n, -np.inf, dtype=np.float32)
-                read = np.flatnonzero(valid)
-                approx[read] = self.codes[col].scores(encode_query(qvec, self.layout), read)
+                approx = self.codes[col].scan(encode_query(qvec, self.layout), valid)
+                approx[~valid] = -np.inf
             best = (
                 np.argpartition(-approx, m - 1)[:m] if len(approx) > m else np.arange(len(approx))
             )
