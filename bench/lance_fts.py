@@ -3,11 +3,12 @@
 ``storage.hot_index`` off (the path a namespace evicted past ``storage.hot_index_max_mb`` takes
 too); no maintenance optimize during the run. Per size: searches with no write between them
 (``idle``), then rounds of one captured turn applied by the writer (``apply``: turn_end + flush)
-followed by a search (``after_write``: on this code it folds the new rows into the FTS index
-first, storage/fts_cover.py). Run from a tree of main for the old figures (no fold: the rows
-stay unindexed and are flat-scanned).
+followed, after ``--gap-s``, by a search (``after_write``). On this code the new rows are folded
+into the FTS index (storage/fts_cover.py): without a hot index the fold starts when the write
+lands, and the search waits for what is left of it. Run from an older tree for the old figures
+(no fold: the rows stay unindexed and are flat-scanned).
 
-``python -m bench.lance_fts --rows 1000,10000,50000 --queries 20 --out DIR``
+``python -m bench.lance_fts --rows 1000,10000,50000 --queries 20 --gap-s 2 --out DIR``
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from bench.scaling import PRODUCTION_OVERRIDES, dir_bytes
 from bench.stats import Samples
 
 
-async def run_size(embedder: Any, rows: int, n: int, seed: int) -> dict[str, Any]:
+async def run_size(embedder: Any, rows: int, n: int, seed: int, gap_s: float) -> dict[str, Any]:
     from stratamem.contract.dtos import Namespace, TurnResult
     from stratamem.core.engine.assemble import open_local_core
 
@@ -61,6 +62,7 @@ async def run_size(embedder: Any, rows: int, n: int, seed: int) -> dict[str, Any
                 )
                 await core.flush(60)
                 samples.add("apply", (time.perf_counter() - t0) * 1000)
+                await asyncio.sleep(gap_s)  # the agent answering before the next turn's search
                 t0 = time.perf_counter()
                 await core.search(bench_query(ns, text, reason="tool_driven"))
                 samples.add("after_write", (time.perf_counter() - t0) * 1000)
@@ -69,6 +71,7 @@ async def run_size(embedder: Any, rows: int, n: int, seed: int) -> dict[str, Any
             out: dict[str, Any] = {
                 "rows": rows,
                 "rounds": n,
+                "gap_s": gap_s,
                 "folds": getattr(cover, "folds", None),
                 "unindexed_after": stats["traces"].get("unindexed_rows"),
                 "disk_growth_mb": round((dir_bytes(Path(tmp)) - disk0) / 2**20, 1),
@@ -86,12 +89,13 @@ async def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", default="1000,10000,50000")
     p.add_argument("--queries", type=int, default=20)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--gap-s", type=float, default=0.0, help="pause between a write and the search")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     embedder = load_embedder({})
     res: dict[str, Any] = {"load_avg_start": machine.load_average(), "sizes": []}
     for rows in (int(r) for r in args.rows.split(",")):
-        got = await run_size(embedder, rows, args.queries, args.seed)
+        got = await run_size(embedder, rows, args.queries, args.seed, args.gap_s)
         lat = got["latency_ms"]
         print(
             f"{rows:>8,} rows: search idle {lat['idle']['median']:.1f} ms, after a write "

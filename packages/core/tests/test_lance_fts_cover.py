@@ -48,8 +48,10 @@ def _row(i: int, text: str) -> dict[str, object]:
     }
 
 
-async def _store(path: Path) -> LanceStore:
-    return await LanceStore(path, DIM, "m", {"hot_index": False}).open()
+async def _store(path: Path, *, hot: bool = True) -> LanceStore:
+    """With a hot index (the default) the LanceDB path folds when it reads; without one the fold
+    starts when a write lands (``FtsCover.soon``)."""
+    return await LanceStore(path, DIM, "m", {"hot_index": hot}).open()
 
 
 async def _ranking(store: LanceStore) -> dict[str, list[tuple[str, float]]]:
@@ -114,6 +116,22 @@ async def test_a_reopened_store_folds_rows_an_earlier_process_left_unindexed(
     again = await _store(tmp_path / "a")
     assert await _ranking(again) == want
     again.close()
+
+
+async def test_without_a_hot_index_the_fold_starts_when_the_write_lands(tmp_path: Path) -> None:
+    whole = await _written(tmp_path / "whole", [list(range(8))])
+    want = await _ranking(whole)
+    whole.close()
+    store = await _store(tmp_path / "cold", hot=False)
+    await store.insert("traces", [_row(i, TEXTS[i]) for i in range(3)])
+    await store.ensure_fts("traces")
+    await store.insert("traces", [_row(i, TEXTS[i]) for i in range(3, 8)])
+    await store.fts.settle("traces")  # the fold the write started
+    folds = store.fts.folds
+    assert folds == 1
+    assert await _ranking(store) == want
+    assert store.fts.folds == folds  # the query found the index current
+    store.close()
 
 
 async def test_an_optimize_leaves_nothing_to_fold(tmp_path: Path) -> None:

@@ -169,6 +169,8 @@ class LocalCore:
             self._starts.cancel_all()
             with contextlib.suppress(Exception):
                 await self.services.vocab.close()
+            with contextlib.suppress(Exception):  # a background FTS fold (storage/fts_cover.py)
+                await self.store.fts.settle()
             with contextlib.suppress(Exception):
                 self.bus.emit("system.shutdown", {"reason": "shutdown"})
             self.services.close()

@@ -9,7 +9,8 @@ with the index built on a first batch of 6 of 24 rows, the right answer left the
 the hot index computes BM25 over every row. Folding the rows in at write time costs a full
 rebuild per writer batch whether or not anything reads LanceDB (the hot index serves by default),
 so the LanceDB path folds them in when it reads: at most one rebuild per text query after writes,
-none while only the hot index reads.
+none while only the hot index reads. A store without a hot index (every text query reads
+LanceDB) starts the fold when the write lands, so a query arriving later finds it done.
 
 Every write counts a change of its table after its commit; an index build records the count it
 started from (a write committed before it started is in the rows it indexes)."""
@@ -49,6 +50,28 @@ class FtsCover:
     def covered(self, name: str, mark: int) -> None:
         """An index build (or an optimize) started at ``mark`` has committed."""
         self._covered[name] = max(self._covered.get(name, -1), mark)
+
+    def soon(self, name: str) -> None:
+        """Start a fold in the background unless one is running: a store without a hot index
+        serves every text query from LanceDB, so the rebuild starts when a write lands and a
+        query arriving after it finds the index current (one arriving sooner waits for it; a
+        write landing while it runs is left to the next write or query)."""
+        task = self._folding.get(name)
+        if task is None or task.done():
+            self._folding[name] = asyncio.get_running_loop().create_task(self._quiet_fold(name))
+
+    async def settle(self, name: str | None = None) -> None:
+        """Wait for the running fold of ``name`` (every table's: None), e.g. before the store
+        closes, so no index build of this process commits after it let the home go."""
+        for table, task in list(self._folding.items()):
+            if name in (None, table):
+                await asyncio.shield(task)
+
+    async def _quiet_fold(self, name: str) -> None:
+        try:
+            await self._fold(name)
+        except Exception as exc:  # the next query folds again
+            _log.warning("storage.fts_fold_failed", table=name, error=str(exc))
 
     async def current(self, name: str) -> None:
         """Bring ``name``'s FTS index up to date with the writes committed before this call.

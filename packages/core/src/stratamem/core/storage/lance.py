@@ -35,7 +35,7 @@ from stratamem.core.storage import allocator
 from stratamem.core.storage.fts_cover import FtsCover
 from stratamem.core.storage.ownership import Scope, owners_where, quote, shared_where
 from stratamem.core.storage.ownership import ids_where as ids_where  # re-export (local.py)
-from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES
+from stratamem.core.storage.schemas import DIM_METADATA_KEY, MODEL_METADATA_KEY, TABLES, conform
 from stratamem.core.storage.scoped import ScopedTable
 from stratamem.core.storage.stats import table_stats
 from stratamem.core.telemetry import get_logger
@@ -328,7 +328,7 @@ class LanceStore:
             return 0
         schema = await self._tables[name].schema()
         # built before the lock: every journal batch writes here, and only the write needs it
-        data = pa.Table.from_pylist([_conform(r, schema) for r in rows], schema=schema)
+        data = pa.Table.from_pylist([conform(r, schema) for r in rows], schema=schema)
         async with self._write_lock:
             table = self._tables[name]
             hot_rows = list(rows)
@@ -356,7 +356,7 @@ class LanceStore:
                 await table.add(data, on_bad_vectors="null")
             self._rows_since_optimize += len(rows)
             self._nonempty.add(name)
-            self.fts.changed(name)
+            self._changed(name)
             if self.hot is not None:
                 await self._hot_upsert(name, hot_rows)
         if self.hot is not None and self.hot.over_budget():
@@ -377,7 +377,7 @@ class LanceStore:
     async def update(self, name: str, row_id: str, values: dict[str, Any]) -> None:
         async with self._write_lock:
             await self._tables[name].update(values, where=f"id = {quote(row_id)}")
-            self.fts.changed(name)
+            self._changed(name)
             if self.hot is not None and not self.hot.update(name, row_id, values):
                 # a row memory does not hold (its owner is not held) may have been shared
                 got = await self._tables[name].query().where(f"id = {quote(row_id)}").to_arrow()
@@ -387,7 +387,7 @@ class LanceStore:
         if ids:
             async with self._write_lock:
                 await self._tables[name].delete(ids_where(ids))
-                self.fts.changed(name)
+                self._changed(name)
                 if self.hot is not None:
                     self.hot.delete(name, ids)
 
@@ -541,6 +541,12 @@ class LanceStore:
             if name not in self._fts_ready and await self._tables[name].count_rows() > 0:
                 await self._build_fts(name)
 
+    def _changed(self, name: str) -> None:
+        """A write committed: without a hot index the FTS fold starts now (``FtsCover.soon``)."""
+        self.fts.changed(name)
+        if self.hot is None and name in self._fts_ready:
+            self.fts.soon(name)
+
     async def fts_current(self, name: str) -> None:
         """Fold the rows written since ``name``'s FTS index was built into it, so a text query
         scores every row on one BM25 scale (storage/fts_cover.py says why). No index: nothing."""
@@ -587,14 +593,3 @@ class LanceStore:
 
 def _held_log(held: frozenset[tuple[str, str]] | None) -> str:
     return "all" if held is None else f"{len(held)} namespaces"
-
-
-def _conform(row: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
-    """Fill missing columns with None and vectors as plain float lists."""
-    out: dict[str, Any] = {}
-    for field in schema:
-        value = row.get(field.name)
-        if isinstance(value, np.ndarray):
-            value = value.astype(np.float32).tolist()
-        out[field.name] = value
-    return out

@@ -7,6 +7,9 @@ dimension comes from the embedder and is recorded in the table's schema metadata
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pyarrow as pa
 
 PK_METADATA = {b"lance-schema:unenforced-primary-key": b"true"}
@@ -167,3 +170,14 @@ TABLES = {
     "world_models": (world_models_schema, ("vec",)),
     "skills": (skills_schema, ("vec",)),
 }
+
+
+def conform(row: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
+    """``row`` in ``schema``'s columns: missing ones None, vectors as plain float lists."""
+    out: dict[str, Any] = {}
+    for field in schema:
+        value = row.get(field.name)
+        if isinstance(value, np.ndarray):
+            value = value.astype(np.float32).tolist()
+        out[field.name] = value
+    return out
