@@ -9,6 +9,8 @@ cost over the same texts (issue 16; the method of ``results/soak-session8.md`` Â
   their keys and values by ``sys.getsizeof`` (a value shared by two containers, such as a token
   held by two dicts, counted once). The lexical postings are split by attribute, whatever their
   layout, so the same script measures two versions of the code.
+- **Vector channel**: over that table, a digest of every query's (slot, score) list with three
+  masks (every row, a tenth, one session) and the exact scan's p50.
 - **Query cost**: a ``Lexical`` over that many soak texts (bulk-loaded as a load does), each query
   (another turn's user text, analysed as retrieval does) timed as the best of ``--reps``. A digest of
   every query's (slot, score) list lets two versions be checked for identical results.
@@ -96,7 +98,7 @@ def postings_shape(lex: Any) -> dict[str, int]:
     return {"tokens": sum(d > 0 for d in dfs), "one_posting": sum(d == 1 for d in dfs)}
 
 
-def measure_bytes(n: int, vector_dtype: str = "") -> dict[str, Any]:
+def measure_bytes(n: int, vector_dtype: str = "", reps: int = 7) -> dict[str, Any]:
     from stratamem.core.hotindex.footprint import table_bytes
     from stratamem.core.hotindex.lexical import analysis
     from stratamem.core.hotindex.table import HotTable
@@ -109,6 +111,7 @@ def measure_bytes(n: int, vector_dtype: str = "") -> dict[str, Any]:
     del rows
     gc.collect()
     parts = table_bytes(t)
+    vectors = measure_vectors(t, reps)
     lex = attribute_bytes(t.lex)
     words: dict[str, Any] = getattr(analysis, "_WORD_TOKEN", {})
     return {
@@ -120,7 +123,40 @@ def measure_bytes(n: int, vector_dtype: str = "") -> dict[str, Any]:
         "shape": postings_shape(t.lex),
         # the analyser's word -> token cache: process-wide, outside the footprint, up to 500k words
         "word_cache": {"words": len(words), "dict_per_trace": round(sys.getsizeof(words) / n, 1)},
+        "vectors": vectors,
     }
+
+
+def measure_vectors(t: Any, reps: int, limit: int = 20) -> dict[str, Any]:
+    """The vector channel over the table's rows: a digest of every (slot, score) list for
+    queries near stored rows, with every row visible, a tenth of them (a sparse scan) and one
+    session's (a few slots), and the exact scan's p50 (best of ``reps`` per query)."""
+    rng = np.random.default_rng(9)
+    n = t.n
+    picks = rng.choice(n, size=min(n, 120), replace=False).tolist()
+    queries = [t.unit_vector("vec_summary", s) + 0.05 * rng.standard_normal(DIM) for s in picks]
+    queries = [(q / np.linalg.norm(q)).astype(np.float32) for q in queries]
+    masks = {
+        "all": t.alive[:n].copy(),
+        "tenth": t.alive[:n] & (rng.random(n) < 0.1),
+        "session": np.isin(np.arange(n), t.session_slots(str(t.rows[n // 2]["session_id"]))),
+    }
+    digest = hashlib.sha256()
+    for q in queries:
+        for m in masks.values():
+            digest.update(repr(t.vector("vec_summary", q, m, limit)).encode())
+    out: dict[str, Any] = {"digest": digest.hexdigest()[:16]}
+    for name, m in masks.items():
+        times = []
+        for q in queries:
+            best = float("inf")
+            for _ in range(reps):
+                t1 = time.perf_counter()
+                t.vector("vec_summary", q, m, limit)
+                best = min(best, time.perf_counter() - t1)
+            times.append(best * 1000)
+        out[f"{name}_p50_ms"] = round(float(np.median(times)), 4)
+    return out
 
 
 def measure_queries(n: int, reps: int, limit: int = 60) -> dict[str, Any]:
@@ -171,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     out: dict[str, Any] = {"load1_start": round(os.getloadavg()[0], 2)}
     if args.rows:
-        out["bytes"] = measure_bytes(args.rows, args.vector_dtype)
+        out["bytes"] = measure_bytes(args.rows, args.vector_dtype, args.reps)
     out["queries"] = [
         measure_queries(int(r), args.reps) for r in args.query_rows.split(",") if r.strip()
     ]

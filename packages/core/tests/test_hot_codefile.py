@@ -149,6 +149,7 @@ def test_a_scan_read_a_chunk_at_a_time_returns_what_the_in_memory_scan_returned(
     rng = np.random.default_rng(11)
     t = HotTable("traces", [COL], DIM, {"hot_vector_dtype": layout}, tmp_path)
     t.codes[COL].scan_bytes = chunk_rows * t.codes[COL].file.width
+    t.codes[COL].gap_bytes = 4 * t.codes[COL].file.width  # runs of slots 4 apart or closer
     model = Model(t)
     vecs = _unit(rng, 1500)
     queries = [vecs[i] + 0.2 * _unit(rng, 1)[0] for i in rng.integers(0, 1500, 6)]

@@ -12,8 +12,8 @@ gave, row for row (integer dot products are exact; the scale's product is one ro
 With ``"f32"`` rows the dot products are BLAS's, whose last bit may depend on a row's place in the
 block it is given: scores equal to ~1e-7, and exactly tied rows may come in another order.
 
-A masked scan reads only the runs of slots it needs (slots closer than ``GAP_ROWS`` read as one
-run: a few records read for nothing cost less than a system call). The buffer's bytes are the
+A masked scan reads only the runs of slots it needs (slots closer than ``GAP_BYTES`` read as one
+run: records read for nothing cost less than a system call) and scores only the slots asked for. The buffer's bytes are the
 process's, the records are in the kernel's page cache. Readers may run in other threads: the file
 only grows, a slot never moves, and each thread has its own buffer.
 """
@@ -31,9 +31,9 @@ from stratamem.core.hotindex.slotfile import SlotFile, pread_into
 
 #: bytes of records read per ``pread`` and scanned per kernel call (the scratch buffer's size)
 SCAN_BYTES = 512 << 10
-#: slots closer than this read as one run (records of ~0.2 KB: 32 of them cost less to copy
-#: than a ``pread`` of their own)
-GAP_ROWS = 32
+#: slots whose records are fewer than this many bytes apart read as one run: copying 32 KB from
+#: the page cache costs about what one more ``pread`` and its Python costs (~3-4 us)
+GAP_BYTES = 32 << 10
 
 _scratch = threading.local()
 
@@ -55,8 +55,9 @@ class CodeFile:
         self.columns = layout.code_width(dim)
         self.code_bytes = self.columns * layout.codes.itemsize
         self.file = SlotFile(self.code_bytes + 4, directory)
-        #: bytes scanned per chunk (tests force it small)
+        #: bytes scanned per chunk, and between two slots read as one run (tests force them small)
         self.scan_bytes = SCAN_BYTES
+        self.gap_bytes = GAP_BYTES
         #: ``pread`` calls made by scans, for tests and the bench
         self.preads = 0
 
@@ -129,7 +130,7 @@ class CodeFile:
         buf = _buffer(rows * width)[: rows * width]
         mat = buf.reshape(rows, width)
         fd = self.file.fd()
-        cut = np.flatnonzero(np.diff(idx) > GAP_ROWS) + 1
+        cut = np.flatnonzero(np.diff(idx) > max(1, self.gap_bytes // width)) + 1
         starts = idx[np.r_[0, cut]].tolist()
         ends = (idx[np.r_[cut - 1, len(idx) - 1]] + 1).tolist()
         # pieces in the buffer: (first slot, its row in the buffer); flushed when the buffer is full
@@ -147,11 +148,11 @@ class CodeFile:
             mine = idx[done:upto]
             at = np.searchsorted(np.asarray(piece_slot), mine, side="right") - 1
             pos = np.asarray(piece_row, dtype=np.int64)[at] + (mine - np.asarray(piece_slot)[at])
-            raw = np.empty((1, fill), dtype=np.float32)
-            self._dots(query, mat[:fill, : self.code_bytes], raw)
-            raw = raw[0]
-            scale = mat[:fill, self.code_bytes :].view(np.float32)[:, 0]
-            out[done:upto] = raw[pos] * scale[pos]
+            if len(pos):  # the kernel runs on the slots asked for only, not a run's gaps
+                rec = mat[pos] if len(pos) < fill else mat[:fill]
+                raw = np.empty((1, len(rec)), dtype=np.float32)
+                self._dots(query, rec[:, : self.code_bytes], raw)
+                out[done:upto] = raw[0] * rec[:, self.code_bytes :].view(np.float32)[:, 0]
             done = upto
             fill = 0
             piece_slot.clear()

@@ -106,11 +106,13 @@ class SlotFile:
         return self._end
 
 
+_PREADV = getattr(os, "preadv", None)
+
+
 def pread_into(fd: int, view: memoryview, offset: int) -> int:
     """Bytes read into ``view`` from ``offset`` (fewer at the file's end)."""
-    preadv = getattr(os, "preadv", None)
-    if preadv is not None:
-        got: int = preadv(fd, [view], offset)
+    if _PREADV is not None:
+        got: int = _PREADV(fd, [view], offset)
         return got
     data = os.pread(fd, len(view), offset)
     view[: len(data)] = data
