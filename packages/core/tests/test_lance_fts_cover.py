@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from test_retrieval_dense_query import NS, PAIRS, QUESTION, T0
+from test_retrieval_dense_query import NS, PAIRS, QUESTION, pair_turn
 
-from stratamem.contract.dtos import RetrievalQuery, TopK, TurnResult
+from stratamem.contract.dtos import RetrievalQuery, TopK
 from stratamem.core.engine.assemble import open_local_core
 from stratamem.core.storage.lance import LanceStore
 from stratamem.core.storage.ownership import Scope
@@ -149,17 +149,8 @@ async def _forced(home: Path, first: int) -> list[tuple[str, list[str]]]:
     try:
         held = core.journal.write_lock
         await held.acquire()
-        for i, (user, agent) in enumerate(PAIRS):
-            await core.turn_end(
-                TurnResult(
-                    agent="chat",
-                    session_id=f"s{i // 6}",
-                    user_text=user,
-                    agent_text=agent,
-                    ts=T0 + i * 60_000 + (i // 6) * 86_400_000,
-                    namespace=NS,
-                )
-            )
+        for i in range(len(PAIRS)):
+            await core.turn_end(pair_turn(i))
             if i + 1 == first:
                 held.release()
                 await core.flush(60)  # the first applied batch: the index is built on it
@@ -183,17 +174,8 @@ async def test_the_lancedb_path_ranks_a_conversation_alike_whatever_its_first_ba
     # path kept other memories than the hot index, and lost the kitten from its top five
     core = await open_local_core(tmp_path / "hot")
     try:
-        for i, (user, agent) in enumerate(PAIRS):
-            await core.turn_end(
-                TurnResult(
-                    agent="chat",
-                    session_id=f"s{i // 6}",
-                    user_text=user,
-                    agent_text=agent,
-                    ts=T0 + i * 60_000 + (i // 6) * 86_400_000,
-                    namespace=NS,
-                )
-            )
+        for i in range(len(PAIRS)):
+            await core.turn_end(pair_turn(i))
         await core.flush(60)
         hot = await _hits(core)
     finally:

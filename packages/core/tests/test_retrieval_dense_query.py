@@ -87,20 +87,24 @@ def test_a_query_of_common_words_only_is_embedded_as_asked() -> None:
     assert dense_text("Ann and Bob?", df, 30, tokens=analyze) == "Ann and Bob?"
 
 
+def pair_turn(i: int) -> TurnResult:
+    """``PAIRS[i]`` as ``turn_end`` takes it: six pairs a session, a day apart, a minute between."""
+    user, agent = PAIRS[i]
+    return TurnResult(
+        agent="chat",
+        session_id=f"s{i // 6}",
+        user_text=user,
+        agent_text=agent,
+        ts=T0 + i * 60_000 + (i // 6) * 86_400_000,
+        namespace=NS,
+    )
+
+
 async def _ingest(home: Path) -> None:
     core = await open_local_core(home)
     try:
-        for i, (user, agent) in enumerate(PAIRS):
-            await core.turn_end(
-                TurnResult(
-                    agent="chat",
-                    session_id=f"s{i // 6}",
-                    user_text=user,
-                    agent_text=agent,
-                    ts=T0 + i * 60_000 + (i // 6) * 86_400_000,
-                    namespace=NS,
-                )
-            )
+        for i in range(len(PAIRS)):
+            await core.turn_end(pair_turn(i))
         await core.flush(60)
     finally:
         await core.shutdown()
