@@ -9,6 +9,7 @@ import pytest
 
 from stratamem.contract.errors import StratamemError
 from stratamem.core.config import defaults, ensure_config_file, load_config, patch_config_file
+from stratamem.core.config.loader import unknown_keys
 from stratamem.core.home import prepare_home, resolve_home
 
 
@@ -34,6 +35,14 @@ def test_user_values_merge_over_defaults_and_unknown_keys_are_kept(tmp_path: Pat
     assert cfg["retrieval"]["tier2_top_k"] == 7
     assert cfg["retrieval"]["tier1_top_k"] == 3
     assert cfg["my_plugin"] == {"colour": "blue"}
+
+
+def test_a_setting_nothing_reads_is_reported_as_unknown(tmp_path: Path) -> None:
+    # storage.fts_tokenizer ("trigram"/"cjk", from the MemOS seed) was a default nothing read: the
+    # FTS index is built with LanceDB's default tokenizer. A user setting it is now told so.
+    (tmp_path / "config.yaml").write_text("storage:\n  fts_tokenizer: cjk\n")
+    assert unknown_keys(tmp_path) == ["storage.fts_tokenizer"]
+    assert "fts_tokenizer" not in defaults()["storage"]
 
 
 def test_invalid_value_is_config_invalid_naming_the_key(tmp_path: Path) -> None:

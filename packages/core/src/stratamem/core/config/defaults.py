@@ -323,7 +323,6 @@ DEFAULTS: dict[str, Any] = {
         "aspect_coverage_gate": "set_query",
     },
     "storage": {
-        "fts_tokenizer": "trigram",
         #: build an ANN index (IVF_HNSW_SQ, cosine) once a table holds this many rows
         "ann_threshold_rows": 50000,
         "ann_nprobes": 20,

@@ -95,7 +95,6 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "retrieval.skill_injection_mode": ("summary", "full"),
     "session.follow_up_mode": ("merge_follow_ups", "episode_per_turn"),
     "capture.batch_mode": ("per_step", "per_episode", "auto"),
-    "storage.fts_tokenizer": ("trigram", "cjk"),
     "logging.level": ("trace", "debug", "info", "warn", "warning", "error", "fatal"),
 }
 
