@@ -1,6 +1,9 @@
 """The ``stratamem`` command: logs and progress on stderr, results on stdout.
 
 Sub-commands are plugins (``register_commands``); the built-in ones are listed in ``builtin_commands``.
+A command's parser is filled in, and its module imported, only when it is the one chosen: a fresh
+``stratamem search`` against a running service pays for the search, not for every command
+(bench/results/startup-session19.md).
 """
 
 from __future__ import annotations
@@ -9,18 +12,57 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-Command = tuple[
-    str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]
-]
+#: a command's ``configure`` or ``run``: the callable, or ``"module:attribute"`` naming it
+Ref = Callable[..., Any] | str
+Command = tuple[str, str, Ref, Ref]
+
+_SERVER = "stratamem.core.server.command"
 
 
 def builtin_commands() -> list[Command]:
-    """The core's own commands (the serve/health pair lives in ``stratamem.core.server``)."""
-    from stratamem.core.server.command import commands
+    """The core's own service commands (``stratamem.core.server.command``), named by reference."""
+    return [
+        (
+            "start",
+            "start the home's resident service unless it runs",
+            f"{_SERVER}:configure_start",
+            f"{_SERVER}:run_start",
+        ),
+        (
+            "stop",
+            "stop the home's resident service (it drains first)",
+            f"{_SERVER}:configure_stop",
+            f"{_SERVER}:run_stop",
+        ),
+        (
+            "serve",
+            "run the memory service for a home (gRPC)",
+            f"{_SERVER}:configure_serve",
+            f"{_SERVER}:run_serve",
+        ),
+        (
+            "health",
+            "report the core's health, one fact per line (--json: JSON; over the owner's socket "
+            "when served)",
+            f"{_SERVER}:configure_health",
+            f"{_SERVER}:run_health",
+        ),
+    ]
 
-    return list(commands())
+
+def resolve(ref: Ref) -> Callable[..., Any]:
+    """The callable ``ref`` names (``"package.module:attribute"``), imported now; a callable as is."""
+    if not isinstance(ref, str):
+        return ref
+    import importlib
+
+    module, sep, attribute = ref.partition(":")
+    if not sep or not module or not attribute:
+        raise ValueError(f"a command reference is 'module:attribute', got {ref!r}")
+    found: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+    return found
 
 
 def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -66,6 +108,52 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
     return out
 
 
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    _SubParsers = argparse._SubParsersAction
+
+
+class Commands(_SubParsers):
+    """The sub-commands: each is named with its help at once (``--help`` lists them all), and its
+    ``configure``/``run`` are resolved and applied only when the command is chosen."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending: dict[str, tuple[Ref, Ref]] = {}
+
+    def add_command(self, name: str, help_text: str, configure: Ref, run: Ref) -> None:
+        self.add_parser(name, help=help_text, description=help_text)
+        self._pending[name] = (configure, run)
+
+    def complete(self, name: str) -> argparse.ArgumentParser:
+        """The parser of command ``name`` with its own arguments, the global options (nested
+        commands too: ``stratamem hermes install --home H``) and its ``run`` as ``_run``."""
+        parser = self.choices[name]
+        pending = self._pending.pop(name, None)
+        if pending is not None:
+            configure, run = pending
+            resolve(configure)(parser)
+            parser.set_defaults(_run=resolve(run))
+            todo = [parser]
+            while todo:
+                p = todo.pop()
+                _global_options(p, top=False)
+                todo.extend(_subparsers(p))
+        return parser
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if values and values[0] in self.choices:  # else argparse names the invalid choice
+            self.complete(values[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from stratamem.core import __version__
     from stratamem.core.plugins import collect
@@ -75,23 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"stratamem {__version__}")
     _global_options(parser, top=True)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=Commands)
+    assert isinstance(sub, Commands)
     for name, help_text, configure, run in collect("register_commands"):
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        configure(p)
-        p.set_defaults(_run=run)
-    todo = _subparsers(parser)
-    while todo:  # nested commands too (``stratamem hermes install --home H``)
-        p = todo.pop()
-        _global_options(p, top=False)
-        todo.extend(_subparsers(p))
+        sub.add_command(name, help_text, configure, run)
     return parser
 
 
-def _console_logging() -> None:
-    """CLI default: logs on stderr (results own stdout), level from ``$STRATAMEM_LOG_LEVEL``."""
+def _configure_structlog() -> None:
     import logging
-    import os
 
     import structlog
 
@@ -108,24 +188,55 @@ def _console_logging() -> None:
     )
 
 
-def _prepare_allocator(args: argparse.Namespace) -> None:
-    """Cap glibc's malloc arenas before anything of the engine starts a thread: importing pyarrow
-    and LanceDB already makes arenas that later threads are spread over (storage/allocator.py
-    ``prepare_process``). The home's config file may set the cap; one that cannot be read leaves
-    the defaults (the command reports it)."""
-    from stratamem.core.config.defaults import DEFAULTS
-    from stratamem.core.storage import allocator
+class _AfterImport:
+    """A meta-path finder that calls ``then`` right after module ``name`` is first imported, then
+    leaves ``sys.meta_path``: a configuration applied when (and only if) the module comes in."""
 
-    storage = dict(DEFAULTS["storage"])
-    try:
-        from stratamem.core.config.loader import CONFIG_FILE, read_user_config
-        from stratamem.core.home import resolve_home
+    def __init__(self, name: str, then: Callable[[], None]) -> None:
+        self.name, self.then = name, then
 
-        user = read_user_config(resolve_home(getattr(args, "home", None)) / CONFIG_FILE)
-        storage.update(user.get("storage") or {})
-    except Exception:  # the command itself reports a bad home or config
-        pass
-    allocator.prepare_process(storage)
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _ThenLoader(spec.loader, self.then)
+        return spec
+
+
+class _ThenLoader:
+    """The real loader, and ``then()`` once the module's body ran."""
+
+    def __init__(self, real: Any, then: Callable[[], None]) -> None:
+        self._real, self._then = real, then
+
+    def __getattr__(self, name: str) -> Any:  # resource readers, get_code, is_package, …
+        return getattr(self._real, name)
+
+    def create_module(self, spec: Any) -> Any:
+        return self._real.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._real.exec_module(module)
+        self._then()
+
+
+def _console_logging() -> None:
+    """CLI default: structlog's own loggers write on stderr (results own stdout), level from
+    ``$STRATAMEM_LOG_LEVEL``. Applied when structlog is first imported: a command that never
+    imports it (a served search) does not pay for it (~25 ms)."""
+    if "structlog" in sys.modules:
+        _configure_structlog()
+    elif not any(isinstance(f, _AfterImport) and f.name == "structlog" for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport("structlog", _configure_structlog))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -142,7 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help(sys.stderr)
         return 2
-    _prepare_allocator(args)
+    if not getattr(run, "through_service", False):  # (such a command prepares it if --offline)
+        from stratamem.core.commands.common import prepare_allocator
+
+        prepare_allocator(args)
     if getattr(run, "reads_home", False) and not args.create:
         from stratamem.core.commands.common import missing_home_message
 

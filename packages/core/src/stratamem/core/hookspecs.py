@@ -43,6 +43,8 @@ def register_commands(register: Callable[..., None]) -> None:
     """Register CLI sub-commands: ``register(name, help, configure, run)``.
 
     ``configure(parser)`` adds arguments to an argparse sub-parser; ``run(args) -> int`` executes it.
+    Either may be given as ``"package.module:function"``: the CLI imports it only when the command
+    is chosen, so every other command's process (``stratamem search`` on each turn) skips it.
     """
 
 

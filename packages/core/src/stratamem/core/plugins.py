@@ -17,7 +17,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "stratamem.core.embedding.plugin",
     "stratamem.core.llm.plugin",
     "stratamem.core.workspace.plugin",
-    "stratamem.core.viewer.command",
+    "stratamem.core.viewer.plugin",
 )
 
 

@@ -24,10 +24,14 @@ from stratamem.contract.dtos import ListQuery, Namespace, ToolCall, TurnResult, 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.files import write_atomic
 from stratamem.contract.protocol import MemoryCore
-from stratamem.core.commands.common import namespace_of, print_json, reads_home, run_async
+from stratamem.core.commands.common import (
+    namespace_of,
+    print_json,
+    reads_home,
+    run_async,
+    through_service,
+)
 
-EXPORT_HELP = "write a JSON bundle of the home's memories (every namespace unless --namespace) to stdout or --out FILE"
-IMPORT_HELP = "import a JSON bundle written by `stratamem export` (idempotent)"
 BUNDLE_VERSION = 1
 PAGE = 200
 #: the user text of an imported trace that had none (a turn needs one)
@@ -244,6 +248,7 @@ def _named_namespace(args: argparse.Namespace) -> Namespace | None:
 
 
 @reads_home
+@through_service
 def run_export(args: argparse.Namespace) -> int:
     if args.out and not (args.out.parent.is_dir() and os.access(args.out.parent, os.W_OK)):
         print(
@@ -281,6 +286,7 @@ def _looks_like_jsonl(text: str) -> bool:
         return False
 
 
+@through_service
 def run_import(args: argparse.Namespace) -> int:
     try:
         text = args.file.read_text(encoding="utf-8")

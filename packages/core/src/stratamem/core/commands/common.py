@@ -44,6 +44,7 @@ async def opened_core(args: argparse.Namespace) -> AsyncIterator[MemoryCore]:
 
     home = resolve_home(getattr(args, "home", None))
     if getattr(args, "offline", False):
+        prepare_allocator(args)  # before the engine's imports (a ``through_service`` command's)
         from stratamem.core import open_core
 
         async with open_core(home) as core:
@@ -99,6 +100,34 @@ def reads_home(run: R) -> R:
     one), so a typo in ``--home`` is an error instead of a new, empty home."""
     run.reads_home = True  # type: ignore[attr-defined]
     return run
+
+
+def through_service(run: R) -> R:
+    """Mark a command that reaches the engine only through ``opened_core``: the service's process
+    owns it, so this one skips ``prepare_allocator`` (and the config read it needs) unless
+    ``--offline`` opens the engine here, where ``opened_core`` prepares it first."""
+    run.through_service = True  # type: ignore[attr-defined]
+    return run
+
+
+def prepare_allocator(args: argparse.Namespace) -> None:
+    """Cap glibc's malloc arenas before anything of the engine starts a thread: importing pyarrow
+    and LanceDB already makes arenas that later threads are spread over (storage/allocator.py
+    ``prepare_process``). The home's config file may set the cap; one that cannot be read leaves
+    the defaults (the command reports it)."""
+    from stratamem.core.config.defaults import DEFAULTS
+    from stratamem.core.storage import allocator
+
+    storage = dict(DEFAULTS["storage"])
+    try:
+        from stratamem.core.config.loader import CONFIG_FILE, read_user_config
+        from stratamem.core.home import resolve_home
+
+        user = read_user_config(resolve_home(getattr(args, "home", None)) / CONFIG_FILE)
+        storage.update(user.get("storage") or {})
+    except Exception:  # the command itself reports a bad home or config
+        pass
+    allocator.prepare_process(storage)
 
 
 def missing_home_message(args: argparse.Namespace) -> str | None:

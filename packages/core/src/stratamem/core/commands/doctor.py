@@ -15,12 +15,6 @@ from typing import Any
 from stratamem.contract.errors import StratamemError
 from stratamem.core.commands.common import opened_core, print_json, reads_home
 
-NAME = "doctor"
-HELP = (
-    "report rows, fragments, versions, unindexed rows, disk bytes per table, journal backlog and"
-    " config.yaml keys that are not settings"
-)
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     del parser

@@ -25,10 +25,8 @@ from stratamem.contract.dtos import (
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
-from stratamem.core.commands.common import CLI_AGENT, namespace_of, run_async
+from stratamem.core.commands.common import CLI_AGENT, namespace_of, run_async, through_service
 
-NAME = "ingest"
-HELP = "ingest turns from a JSONL file (routing + capture, idempotent per line)"
 _KEYS = {"session", "user", "assistant", "ts", "tool_calls", "namespace"}
 
 
@@ -166,6 +164,7 @@ def _progress(done: int, total: int, enabled: bool) -> None:
     sys.stderr.flush()
 
 
+@through_service
 def run(args: argparse.Namespace) -> int:
     try:
         raw = args.file.read_bytes().decode("utf-8")

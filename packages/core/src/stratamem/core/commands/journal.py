@@ -17,9 +17,6 @@ from typing import Any
 from stratamem.contract.errors import StratamemError
 from stratamem.core.commands.common import opened_core, print_json
 
-NAME = "journal"
-HELP = "list, retry or discard capture-journal entries set aside after failed retries"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("list", "retry", "discard"))

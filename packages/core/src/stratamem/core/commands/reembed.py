@@ -9,9 +9,6 @@ import sys
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.commands.common import reads_home
 
-NAME = "reembed"
-HELP = "re-embed every stored vector with the configured embedder (stop the server first)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     del parser

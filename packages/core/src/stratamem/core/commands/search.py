@@ -20,10 +20,9 @@ from stratamem.core.commands.common import (
     print_json,
     reads_home,
     run_async,
+    through_service,
 )
 
-NAME = "search"
-HELP = "search the memory (tool_driven by default); --json prints hits and latencies"
 MAX_LIMIT = 50
 
 
@@ -73,6 +72,7 @@ async def search_all(
 
 
 @reads_home
+@through_service
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= MAX_LIMIT:
         print(f"stratamem: error [invalid_argument] --limit must be 1-{MAX_LIMIT}", file=sys.stderr)

@@ -20,10 +20,8 @@ from stratamem.core.commands.common import (
     print_json,
     reads_home,
     run_async,
+    through_service,
 )
-
-NAME = "timeline"
-HELP = "print an episode's traces in order (JSON lines with --json)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 @reads_home
+@through_service
 def run(args: argparse.Namespace) -> int:
     async def body(core: MemoryCore) -> int:
         given = namespace_given(args)

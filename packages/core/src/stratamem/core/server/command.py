@@ -17,7 +17,7 @@ from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.client import SERVE_PREFIX, SERVE_READY_PREFIX
-from stratamem.core.commands.common import reads_home
+from stratamem.core.commands.common import reads_home, through_service
 from stratamem.core.config.settings import Section
 
 EXIT_OWNED = 3
@@ -224,6 +224,7 @@ def health_lines(data: dict[str, Any]) -> list[str]:
 
 
 @reads_home
+@through_service
 def run_health(args: argparse.Namespace) -> int:
     """Print the core's health (readable, or JSON with ``--json``); exit 0 when healthy, else 1."""
     try:
@@ -289,17 +290,3 @@ def run_stop(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
-
-
-def commands() -> list[tuple[Any, ...]]:
-    return [
-        ("start", "start the home's resident service unless it runs", configure_start, run_start),
-        ("stop", "stop the home's resident service (it drains first)", configure_stop, run_stop),
-        ("serve", "run the memory service for a home (gRPC)", configure_serve, run_serve),
-        (
-            "health",
-            "report the core's health, one fact per line (--json: JSON; over the owner's socket when served)",
-            configure_health,
-            run_health,
-        ),
-    ]

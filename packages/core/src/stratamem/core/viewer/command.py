@@ -1,7 +1,8 @@
 """``stratamem open`` and the viewer's part of ``stratamem serve`` (bind choice, serve.json URL).
 
-Registered through ``register_commands`` like any plugin; the port is the host's well-known one
-(OpenClaw 18799, Hermes 18800, DSH 18801, else 18798) unless ``viewer.port`` or ``--viewer`` says.
+``open`` is registered through ``register_commands`` like any plugin (``viewer/plugin.py``); the
+port is the host's well-known one (OpenClaw 18799, Hermes 18800, DSH 18801, else 18798) unless
+``viewer.port`` or ``--viewer`` says.
 """
 
 from __future__ import annotations
@@ -11,13 +12,11 @@ import errno
 import os
 import sys
 import webbrowser
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.home import pid_alive
-from stratamem.core import hookimpl
 from stratamem.core.commands.common import reads_home
 from stratamem.core.config.settings import Section
 from stratamem.core.telemetry import get_logger
@@ -126,10 +125,3 @@ def run_open(args: argparse.Namespace) -> int:
     if args.browser:
         webbrowser.open(str(url))
     return 0
-
-
-@hookimpl
-def register_commands(register: Callable[..., None]) -> None:
-    register(
-        "open", "print the running viewer's URL (--browser opens it)", configure_open, run_open
-    )

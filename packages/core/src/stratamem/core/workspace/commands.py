@@ -16,7 +16,7 @@ from typing import Any
 from stratamem.contract.errors import StratamemError
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default=None, help="project root (default: current directory)")
     sub = parser.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
     sub.add_parser("read", help="print the long-term memory (MEMORY.md)")
@@ -73,7 +73,7 @@ def _logs_to_stderr() -> None:
 READS = frozenset({"read", "get", "search", "files", "recall-search"})
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     _logs_to_stderr()
     from stratamem.contract.hostkit.workspace_tools import plain_result as _plain
     from stratamem.core.commands.common import missing_home_message
@@ -130,9 +130,3 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     finally:
         memory.close(wait=True)
-
-
-def memory_command() -> tuple[
-    str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]
-]:
-    return ("memory", "workspace memory: layered files and the recall store", _configure, _run)

@@ -20,6 +20,9 @@ def register_memory_backends(register: Callable[..., None]) -> None:
 
 @hookimpl
 def register_commands(register: Callable[..., None]) -> None:
-    from stratamem.core.workspace.commands import memory_command
-
-    register(*memory_command())
+    register(
+        "memory",
+        "workspace memory: layered files and the recall store",
+        "stratamem.core.workspace.commands:configure",
+        "stratamem.core.workspace.commands:run",
+    )
