@@ -1,53 +1,14 @@
 """Entry point of the openclaw adapter in the ``stratamem`` plugin group: the ``stratamem openclaw``
-command and the OpenClaw host service of ``stratamem serve``. Import-light (no gRPC at import).
+command and the OpenClaw host service of ``stratamem serve``. Import-light (no gRPC at import): every
+``stratamem`` process loads it, so the command is named here and ``command.py`` imported when chosen.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from stratamem.core import hookimpl
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="openclaw_action", metavar="ACTION", required=True)
-    for action, help_text in (
-        ("install", "install the Stratamem memory plugin into OpenClaw and select it"),
-        ("uninstall", "remove the plugin and undo the openclaw.json changes"),
-    ):
-        p = sub.add_parser(action, help=help_text)
-        p.add_argument(
-            "--openclaw-home", default=None, help="the .openclaw directory (default ~/.openclaw)"
-        )
-        p.add_argument("--dry-run", action="store_true", help="print the changes, write nothing")
-        if action == "install":
-            p.add_argument(
-                "--skip-npm", action="store_true", help="do not run npm install in the plugin"
-            )
-
-
-def run(args: argparse.Namespace) -> int:
-    from stratamem.contract.errors import StratamemError
-    from stratamem.openclaw import install as inst
-
-    try:
-        if args.openclaw_action == "install":
-            report = inst.install(
-                args.openclaw_home, dry_run=args.dry_run, run_npm=not args.skip_npm
-            )
-        else:
-            report = inst.uninstall(args.openclaw_home, dry_run=args.dry_run)
-    except StratamemError as exc:
-        print(json.dumps({"error": exc.to_dict()}), file=sys.stderr)
-        return 1
-    for line in report.changes:
-        print(line, file=sys.stderr)
-    print(json.dumps({"action": args.openclaw_action, **report.to_dict()}))
-    return 0
 
 
 def _add_host_service(server: Any, core: Any, context: Any) -> None:
@@ -59,7 +20,10 @@ def _add_host_service(server: Any, core: Any, context: Any) -> None:
 @hookimpl
 def register_commands(register: Callable[..., None]) -> None:
     register(
-        "openclaw", "install or remove the Stratamem memory plugin for OpenClaw", configure, run
+        "openclaw",
+        "install or remove the Stratamem memory plugin for OpenClaw",
+        "stratamem.openclaw.command:configure",
+        "stratamem.openclaw.command:run",
     )
 
 

@@ -1,0 +1,12 @@
+"""``stratamem hermes``: named by the adapter's plugin module, its module imported only when chosen (the
+checks: ``tests/support/adapter_command.py``)."""
+
+from __future__ import annotations
+
+from adapter_command import check_named_then_imported_when_chosen
+
+
+def test_the_command_is_listed_and_its_module_imported_only_when_chosen() -> None:
+    check_named_then_imported_when_chosen(
+        "hermes", "stratamem.hermes.command", "install or remove the Stratamem provider for Hermes"
+    )
