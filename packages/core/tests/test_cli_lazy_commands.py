@@ -40,6 +40,7 @@ NOT_NEEDED = (
     "structlog",
     "opentelemetry",
     "ruamel",
+    "importlib.metadata",
     "stratamem.core.engine",
     "stratamem.core.storage",
     "stratamem.core.telemetry",

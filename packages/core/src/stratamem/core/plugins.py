@@ -1,4 +1,5 @@
-"""The plugin manager: built-ins and ``stratamem`` entry points, loaded once per process."""
+"""The plugin manager: built-ins and ``stratamem`` entry points, loaded once per process (the entry
+points read by ``entry_points.py``, the way ``importlib.metadata`` finds them, without importing it)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pluggy
 
-from stratamem.core import hookspecs
+from stratamem.core import entry_points, hookspecs
 
 #: Built-in plugins, registered exactly like third-party ones.
 DEFAULT_PLUGINS: tuple[str, ...] = (
@@ -30,7 +31,13 @@ def get_plugin_manager() -> pluggy.PluginManager:
     for name in DEFAULT_PLUGINS:
         module = importlib.import_module(name)
         pm.register(module, name)
-    pm.load_setuptools_entrypoints("stratamem")
+    entries = entry_points.read("stratamem")
+    if entries is None:  # a path entry or finder only importlib.metadata reads
+        pm.load_setuptools_entrypoints("stratamem")
+    else:  # what load_setuptools_entrypoints does, without importing importlib.metadata
+        for name, value in entries:
+            if pm.get_plugin(name) is None and not pm.is_blocked(name):
+                pm.register(entry_points.load(value), name=name)
     return pm
 
 
