@@ -1,8 +1,11 @@
 """Lossless conversion between the DTOs and their ``stratamem.v1`` messages, dispatched by type.
 
 Each DTO maps to the message of the same name, field by field; JSON-valued fields travel as
-JSON text in the message's ``<name>_json`` field. The mapping is derived once from the type hints
-and the descriptors, so a DTO field without a wire field (or vice versa) fails at import.
+JSON text in the message's ``<name>_json`` field. The mapping is derived once per class from the
+type hints and the descriptors, on the class's first use: a thin client's fresh process builds
+only the classes it sends and receives (a ``stratamem search``: 9 of 40; all of them at import
+took ~12-16 ms of its ~200, bench/results/startup-session19.md). A DTO field without a wire field
+(or vice versa) fails there; ``test_codec`` builds every class.
 """
 
 from __future__ import annotations
@@ -146,7 +149,23 @@ def _plan(cls: type[Any]) -> tuple[_FieldPlan, ...]:
     return plans
 
 
-_PLANS: dict[type[Any], tuple[_FieldPlan, ...]] = {cls: _plan(cls) for cls in DTO_TYPES}
+class _PerClass(dict[type[Any], Any]):
+    """Something derived from a DTO class (its plan, encoder, decoder), made on first lookup."""
+
+    def __init__(self, make: Any) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, cls: type[Any]) -> Any:
+        if cls not in _DTO_SET:
+            raise KeyError(cls)
+        value = self._make(cls)  # two threads may both make it: the same value, either kept
+        self[cls] = value
+        return value
+
+
+_DTO_SET = frozenset(DTO_TYPES)
+_PLANS: dict[type[Any], tuple[_FieldPlan, ...]] = _PerClass(_plan)
 _DTO_BY_MESSAGE: dict[str, type[Any]] = {cls.__name__: cls for cls in DTO_TYPES}
 
 
@@ -155,7 +174,7 @@ _DTO_BY_MESSAGE: dict[str, type[Any]] = {cls.__name__: cls for cls in DTO_TYPES}
 
 def message_class(dto_type: type[Any]) -> type[Message]:
     """The generated message class for a DTO class."""
-    if dto_type not in _PLANS:
+    if dto_type not in _DTO_SET:
         raise StratamemError(ErrorCode.INVALID_ARGUMENT, f"{dto_type!r} is not a Stratamem DTO")
     return _MESSAGES[dto_type.__name__]
 
@@ -295,28 +314,26 @@ def _decoder_source(cls: type[Any]) -> list[str]:
     return [*lines, f"    return {name}(**kw)"]
 
 
-def _compile() -> tuple[dict[type[Any], Any], dict[type[Any], Any]]:
-    encoders: dict[type[Any], Any] = {}
-    decoders: dict[type[Any], Any] = {}
-    names = {cls.__name__: cls for cls in DTO_TYPES}
-    scope: dict[str, Any] = {
-        **names,
-        "ENC": encoders,
-        "DEC": decoders,
-        "encode_json": encode_json,
-        "decode_json": decode_json,
-        "json_object": _json_object,
-        "required": _required,
-    }
-    for cls in DTO_TYPES:
-        src = "\n".join([*_encoder_source(cls), "", *_decoder_source(cls)]) + "\n"
-        exec(compile(src, f"<stratamem.contract.codec {cls.__name__}>", "exec"), scope)
-        encoders[cls] = scope[f"enc_{cls.__name__}"]
-        decoders[cls] = scope[f"dec_{cls.__name__}"]
-    return encoders, decoders
+def _compiled(prefix: str, source: Any) -> Any:
+    def make(cls: type[Any]) -> Any:
+        src = "\n".join(source(cls)) + "\n"
+        exec(compile(src, f"<stratamem.contract.codec {cls.__name__}>", "exec"), _SCOPE)
+        return _SCOPE[f"{prefix}_{cls.__name__}"]
+
+    return make
 
 
-_ENCODERS, _DECODERS = _compile()
+_ENCODERS: dict[type[Any], Any] = _PerClass(_compiled("enc", _encoder_source))
+_DECODERS: dict[type[Any], Any] = _PerClass(_compiled("dec", _decoder_source))
+_SCOPE: dict[str, Any] = {
+    **{cls.__name__: cls for cls in DTO_TYPES},
+    "ENC": _ENCODERS,
+    "DEC": _DECODERS,
+    "encode_json": encode_json,
+    "decode_json": decode_json,
+    "json_object": _json_object,
+    "required": _required,
+}
 
 
 def from_proto(msg: Message) -> Any:
