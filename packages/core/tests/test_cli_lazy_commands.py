@@ -145,9 +145,12 @@ def test_structlog_is_configured_when_first_imported() -> None:
         "from stratamem.core import cli\n"
         "cli._console_logging()\n"
         "assert 'structlog' not in sys.modules\n"
+        "import importlib.util\n"
+        "assert importlib.util.find_spec('structlog') is not None  # a probe: imports nothing\n"
         "import structlog\n"
         "structlog.get_logger().warning('plugin-warning')\n"
         "structlog.get_logger().info('plugin-info')\n"
+        "assert not any(type(f).__name__ == '_AfterImport' for f in sys.meta_path)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120

@@ -189,8 +189,9 @@ def _configure_structlog() -> None:
 
 
 class _AfterImport:
-    """A meta-path finder that calls ``then`` right after module ``name`` is first imported, then
-    leaves ``sys.meta_path``: a configuration applied when (and only if) the module comes in."""
+    """A meta-path finder that calls ``then`` right after module ``name``'s body first ran, then
+    leaves ``sys.meta_path``: a configuration applied when (and only if) the module comes in. (A
+    ``find_spec`` probe that imports nothing leaves it in place.)"""
 
     def __init__(self, name: str, then: Callable[[], None]) -> None:
         self.name, self.then = name, then
@@ -198,25 +199,28 @@ class _AfterImport:
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname != self.name:
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
         for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
+            find = None if finder is self else getattr(finder, "find_spec", None)
             spec = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 break
         else:
             return None
         if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _ThenLoader(spec.loader, self.then)
+            spec.loader = _ThenLoader(spec.loader, self)
         return spec
+
+    def imported(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        self.then()
 
 
 class _ThenLoader:
-    """The real loader, and ``then()`` once the module's body ran."""
+    """The real loader; tells the finder once the module's body ran."""
 
-    def __init__(self, real: Any, then: Callable[[], None]) -> None:
-        self._real, self._then = real, then
+    def __init__(self, real: Any, finder: _AfterImport) -> None:
+        self._real, self._finder = real, finder
 
     def __getattr__(self, name: str) -> Any:  # resource readers, get_code, is_package, …
         return getattr(self._real, name)
@@ -226,7 +230,7 @@ class _ThenLoader:
 
     def exec_module(self, module: Any) -> None:
         self._real.exec_module(module)
-        self._then()
+        self._finder.imported()
 
 
 def _console_logging() -> None:
