@@ -149,7 +149,7 @@ def test_a_scan_read_a_chunk_at_a_time_returns_what_the_in_memory_scan_returned(
     rng = np.random.default_rng(11)
     t = HotTable("traces", [COL], DIM, {"hot_vector_dtype": layout}, tmp_path)
     t.codes[COL].scan_bytes = chunk_rows * t.codes[COL].file.width
-    t.codes[COL].gap_bytes = 4 * t.codes[COL].file.width  # runs of slots 4 apart or closer
+    t.codes[COL].release_bytes = 4 * t.codes[COL].file.width  # pages released every 4 slots
     model = Model(t)
     vecs = _unit(rng, 1500)
     queries = [vecs[i] + 0.2 * _unit(rng, 1)[0] for i in rng.integers(0, 1500, 6)]
@@ -182,8 +182,8 @@ def test_a_scan_read_a_chunk_at_a_time_returns_what_the_in_memory_scan_returned(
     model.put([{"id": f"x{i}", "owner_agent_kind": "k0"} for i in range(600)])  # rows, no vector
     check()
     assert checked == 2 * 9 * 7 * 3
-    # a small chunk is many reads; the buffer is at most one chunk
-    assert t.codes[COL].preads > 100
+    # a small chunk is many kernel calls; the buffer is at most one chunk
+    assert t.codes[COL].chunks > 100
     assert codefile.scratch_bytes() >= t.codes[COL].scan_bytes - t.codes[COL].file.width
 
 
@@ -200,11 +200,11 @@ def test_the_graphs_selective_scans_read_the_codes_file_and_return_the_same(
     assert t.needs_ann(COL)
     asyncio.run(t.build_ann(COL))
     assert t.ann[COL] is not None
-    before = t.codes[COL].preads
+    before = t.codes[COL].chunks
     for mask in _masks(t, rng):
         for i in rng.integers(0, 2000, 5).tolist():
             assert t.vector(COL, vecs[i], mask, 10) == model.vector(vecs[i], mask, 10)
-    assert t.codes[COL].preads > before  # the selective masks scanned the file
+    assert t.codes[COL].chunks > before  # the selective masks scanned the file
 
 
 def test_a_rows_codes_cost_no_resident_memory(tmp_path: Path) -> None:

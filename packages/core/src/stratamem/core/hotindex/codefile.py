@@ -5,21 +5,31 @@ The scan ranks every candidate slot by its code's dot product with the query tim
 Held in a matrix, that was the largest part of the hot index still growing with the data (~0.2 KB
 a trace, bench/results/soak-session17-hotidx.md), read whole by every scan below the graph's
 threshold. So a row's codes and scale are one fixed-width record in an anonymous side file
-(``slotfile.py``, as the rescoring records are), written when the row's vector is, and a scan reads
-them a chunk at a time with ``pread`` into one scratch buffer per thread (``SCAN_BYTES``), runs the
-same kernel on each chunk and multiplies by the same scales: the same float32 scores as the matrix
-gave, row for row (integer dot products are exact; the scale's product is one rounding either way).
-With ``"f32"`` rows the dot products are BLAS's, whose last bit may depend on a row's place in the
-block it is given: scores equal to ~1e-7, and exactly tied rows may come in another order.
+(``slotfile.py``, as the rescoring records are), written when the row's vector is, and a scan maps
+the file read-only for its duration and runs the same kernel on the records where they lie (a
+dense scan, a chunk at a time) or on just the masked slots' records gathered into one scratch
+buffer per thread (``SCAN_BYTES``), and multiplies by the same scales: the same float32 scores as
+the matrix gave, row for row (integer dot products are exact; the scale's product is one rounding
+either way). With ``"f32"`` rows the dot products are BLAS's, whose last bit may depend on a
+row's place in the block it is given: scores equal to ~1e-7, and exactly tied rows may come in
+another order.
 
-A masked scan reads only the runs of slots it needs (slots closer than ``GAP_BYTES`` read as one
-run: records read for nothing cost less than a system call) and scores only the slots asked for. The buffer's bytes are the
-process's, the records are in the kernel's page cache. Readers may run in other threads: the file
-only grows, a slot never moves, and each thread has its own buffer.
+Why a mapping (session 19, bench/results/hot-gather-session19.md): session 18 read the records
+with ``pread``, and a mask too selective for the graph (a small namespace scattered in a large
+one) copied the whole span of its slots: 3 % of 40k rows 7.8 MB a query. Through a mapping a
+scan touches only the pages of the slots it reads. Those pages are mapped into the process while
+the scan runs, and RSS counts them: the scan releases them (``MADV_DONTNEED``) every
+``RELEASE_BYTES`` of records it moves through and unmaps the file when it ends, so between scans
+the codes hold no resident bytes, as before; the pages stay in the kernel's page cache. A page
+fault maps a file's folio several times faster when it is large, so the file grows by zeros in
+large aligned blocks (``EXTENT_BYTES``) before records are written into it. Readers may run in
+other threads: the file only grows, a slot never moves, each scan maps the records written when it
+starts, and each thread has its own buffer.
 """
 
 from __future__ import annotations
 
+import mmap
 import threading
 from pathlib import Path
 
@@ -27,13 +37,20 @@ import numkong as nk
 import numpy as np
 
 from stratamem.core.hotindex.quantized import Layout
-from stratamem.core.hotindex.slotfile import SlotFile, pread_into
+from stratamem.core.hotindex.slotfile import SlotFile
 
-#: bytes of records read per ``pread`` and scanned per kernel call (the scratch buffer's size)
+#: bytes of records scored per kernel call (a dense scan's chunk; the scratch buffer's size)
 SCAN_BYTES = 512 << 10
-#: slots whose records are fewer than this many bytes apart read as one run: copying 32 KB from
-#: the page cache costs about what one more ``pread`` and its Python costs (~3-4 us)
-GAP_BYTES = 32 << 10
+#: a scan releases the pages it has read from the mapping every this many bytes of records it
+#: has moved through (and all at its end): what a scan holds mapped at most, beyond the kernel's
+#: fault-around (each page fault maps up to 64 KB of pages around it)
+RELEASE_BYTES = 4 << 20
+#: the file is extended by zeros in aligned blocks of up to this many bytes (``SlotFile.extent``):
+#: ext4 caches a block written at once in folios of its size (kernel 6.18), and a scattered
+#: gather maps 2 MB folios 5-10x faster than one page folios (records written one at a time);
+#: 4 and 8 MB blocks measured slower again (bench/results/hot-gather-session19.md)
+EXTENT_BYTES = 2 << 20
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 
 _scratch = threading.local()
 
@@ -54,12 +71,14 @@ class CodeFile:
         self.layout = layout
         self.columns = layout.code_width(dim)
         self.code_bytes = self.columns * layout.codes.itemsize
-        self.file = SlotFile(self.code_bytes + 4, directory)
-        #: bytes scanned per chunk, and between two slots read as one run (tests force them small)
+        self.file = SlotFile(self.code_bytes + 4, directory, EXTENT_BYTES)
+        #: bytes of records scored per kernel call (a dense scan's chunk; a masked scan's gathered
+        #: records: the scratch buffer's size), and between releases of a scan's pages (tests
+        #: force them small)
         self.scan_bytes = SCAN_BYTES
-        self.gap_bytes = GAP_BYTES
-        #: ``pread`` calls made by scans, for tests and the bench
-        self.preads = 0
+        self.release_bytes = RELEASE_BYTES
+        #: chunks a scan scored (kernel calls), for tests and the bench
+        self.chunks = 0
 
     # -- writes ------------------------------------------------------------------------------
     def write(self, first: int, codes: np.ndarray, scales: np.ndarray) -> None:
@@ -85,90 +104,50 @@ class CodeFile:
         return self._split(self.file.read_range(lo, hi))
 
     def scan(self, query: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """``dots(query, codes[:n]) * scales[:n]`` for ``n = len(valid)``, as float32, each chunk
-        scored into the result in place; a chunk with no slot in ``valid`` is not read (its
-        scores are left undefined: the caller masks them)."""
+        """``dots(query, codes[:n]) * scales[:n]`` for ``n = len(valid)``, as float32: the kernel
+        run on each chunk of the mapped records where they lie (no copy); a chunk with no slot in
+        ``valid`` is not touched (its scores are left undefined: the caller masks them), a slot
+        never written scores 0."""
         n = len(valid)
         out = np.empty(n, dtype=np.float32)
-        width = self.file.width
-        rows = max(1, self.scan_bytes // width)
-        buf = _buffer(rows * width)
-        fd = self.file.fd()
-        for lo in range(0, n, rows):
-            hi = min(n, lo + rows)
-            if not valid[lo:hi].any():
-                continue
-            block = buf[: (hi - lo) * width]
-            self._read(fd, block, lo)
-            mat = block.reshape(hi - lo, width)
-            part = out[lo:hi]
-            self._dots(query, mat[:, : self.code_bytes], part[None, :])
-            part *= mat[:, self.code_bytes :].view(np.float32)[:, 0]
+        rows = max(1, self.scan_bytes // self.file.width)
+        with _Mapped(self.file, self.release_bytes) as mapped:
+            for lo in range(0, n, rows):
+                hi = min(n, lo + rows)
+                if not valid[lo:hi].any():
+                    continue
+                self.chunks += 1
+                end = max(lo, min(hi, mapped.rows))
+                part = out[lo:hi]
+                part[end - lo :] = 0
+                if end > lo:
+                    mat = mapped.records[lo:end]
+                    self._dots(query, mat[:, : self.code_bytes], part[None, : end - lo])
+                    part[: end - lo] *= mat[:, self.code_bytes :].view(np.float32)[:, 0]
+                    del mat
+                    mapped.touched(lo, end)
         return out
-
-    def _read(self, fd: int, block: np.ndarray, first: int) -> None:
-        """Records from slot ``first`` into ``block`` (zeros past the file's end)."""
-        view, at, got = block.data, first * self.file.width, 0
-        while got < len(view):
-            step = pread_into(fd, view[got:], at + got)
-            self.preads += 1
-            if step <= 0:  # past the file's end: never written
-                block[got:] = 0
-                return
-            got += step
 
     def scores(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """``dots(query, codes[slots]) * scales[slots]`` (``quantized.dots``) for ascending
-        distinct ``slots``, as float32: the records read a chunk at a time into the scratch
-        buffer, runs of nearby slots in one ``pread``."""
+        distinct ``slots``, as float32: the records of just those slots gathered from the mapping
+        into the scratch buffer, a buffer-ful at a time, and the kernel run on each."""
         idx = np.asarray(slots, dtype=np.int64)
-        out = np.empty(len(idx), dtype=np.float32)
-        if not len(idx):
-            return out
+        out = np.zeros(len(idx), dtype=np.float32)  # a slot never written scores 0
         width = self.file.width
         rows = max(1, self.scan_bytes // width)
-        buf = _buffer(rows * width)[: rows * width]
-        mat = buf.reshape(rows, width)
-        fd = self.file.fd()
-        cut = np.flatnonzero(np.diff(idx) > max(1, self.gap_bytes // width)) + 1
-        starts = idx[np.r_[0, cut]].tolist()
-        ends = (idx[np.r_[cut - 1, len(idx) - 1]] + 1).tolist()
-        # pieces in the buffer: (first slot, its row in the buffer); flushed when the buffer is full
-        piece_slot: list[int] = []
-        piece_row: list[int] = []
-        fill = 0
-        done = 0  # slots of ``idx`` scored so far
-
-        def flush() -> None:
-            nonlocal fill, done
-            if not fill:
-                return
-            last = piece_slot[-1] + (fill - piece_row[-1])  # one past the buffer's last slot
-            upto = int(np.searchsorted(idx, last, side="left"))
-            mine = idx[done:upto]
-            at = np.searchsorted(np.asarray(piece_slot), mine, side="right") - 1
-            pos = np.asarray(piece_row, dtype=np.int64)[at] + (mine - np.asarray(piece_slot)[at])
-            if len(pos):  # the kernel runs on the slots asked for only, not a run's gaps
-                rec = mat[pos] if len(pos) < fill else mat[:fill]
-                raw = np.empty((1, len(rec)), dtype=np.float32)
-                self._dots(query, rec[:, : self.code_bytes], raw)
-                out[done:upto] = raw[0] * rec[:, self.code_bytes :].view(np.float32)[:, 0]
-            done = upto
-            fill = 0
-            piece_slot.clear()
-            piece_row.clear()
-
-        for lo, hi in zip(starts, ends, strict=True):
-            while lo < hi:
-                if fill == rows:
-                    flush()
-                take = min(hi - lo, rows - fill)
-                self._read(fd, buf[fill * width : (fill + take) * width], lo)
-                piece_slot.append(lo)
-                piece_row.append(fill)
-                fill += take
-                lo += take
-        flush()
+        mat = _buffer(rows * width)[: rows * width].reshape(rows, width)
+        with _Mapped(self.file, self.release_bytes) as mapped:
+            have = int(np.searchsorted(idx, mapped.rows))  # slots written
+            for at in range(0, have, rows):
+                part = idx[at : min(have, at + rows)]
+                k = len(part)
+                self.chunks += 1
+                np.take(mapped.records, part, axis=0, out=mat[:k], mode="clip")
+                mapped.touched(int(part[0]), int(part[-1]) + 1)
+                raw = np.empty((1, k), dtype=np.float32)
+                self._dots(query, mat[:k, : self.code_bytes], raw)
+                out[at : at + k] = raw[0] * mat[:k, self.code_bytes :].view(np.float32)[:, 0]
         return out
 
     def _dots(self, query: np.ndarray, block: np.ndarray, out: np.ndarray) -> None:
@@ -190,6 +169,55 @@ class CodeFile:
 
     def file_bytes(self) -> int:
         return self.file.file_bytes()
+
+
+class _Mapped:
+    """The records written so far mapped read-only for one scan (``records``: a (rows, width)
+    uint8 view; rows written later are not in it). A page the scan reads is mapped into the
+    process, and RSS counts it, until released: every ``release_bytes`` of records the scan has
+    moved through (``touched``), and all of them when the scan ends (the mapping is closed). The
+    pages stay in the kernel's page cache: the next scan maps them again without reading."""
+
+    def __init__(self, file: SlotFile, release_bytes: int) -> None:
+        self.width = file.width
+        self.rows = file.file_bytes() // self.width
+        self._release_bytes = release_bytes
+        self._map = (
+            mmap.mmap(file.fd(), self.rows * self.width, mmap.MAP_SHARED, mmap.PROT_READ)
+            if self.rows
+            else None
+        )
+        self.records = (
+            np.frombuffer(self._map, dtype=np.uint8).reshape(self.rows, self.width)
+            if self._map is not None
+            else np.zeros((0, self.width), dtype=np.uint8)
+        )
+        self._from = -1  # the first byte read since the last release (-1: none)
+
+    def __enter__(self) -> _Mapped:
+        return self
+
+    def touched(self, lo: int, hi: int) -> None:
+        """Slots ``lo`` .. ``hi - 1`` were read (ascending over a scan)."""
+        if self._from < 0:
+            self._from = lo * self.width
+        if hi * self.width - self._from >= self._release_bytes:
+            self._release(self._from, hi * self.width)
+            self._from = -1
+
+    def _release(self, start: int, end: int) -> None:
+        if self._map is not None and _DONTNEED is not None:
+            start -= start % mmap.PAGESIZE
+            self._map.madvise(_DONTNEED, start, end - start)
+
+    def __exit__(self, *exc: object) -> None:
+        self.records = np.zeros((0, self.width), dtype=np.uint8)
+        if self._map is None:
+            return
+        try:
+            self._map.close()  # unmapped: its pages leave the process
+        except BufferError:  # a view still held (an exception's frames): release, unmap later
+            self._release(0, len(self._map))
 
 
 def scratch_bytes() -> int:

@@ -28,13 +28,21 @@ from stratamem.core.hotindex.rowfile import Spill
 
 
 class SlotFile:
-    """``width`` bytes per slot in an anonymous file in ``directory`` (made on the first write)."""
+    """``width`` bytes per slot in an anonymous file in ``directory`` (made on the first write).
 
-    def __init__(self, width: int, directory: Path | str | None = None) -> None:
+    ``extent``: when a write reaches past what the file holds, the file is first extended by
+    zeros in aligned blocks, each as large as the file so far (4 KB at least, ``extent`` at
+    most), one write each: the kernel then caches the file in large folios, which a scan through
+    a mapping maps several times faster than the one-page folios of records written one at a
+    time (``codefile.py``). The file is then at most twice its records, or ``extent`` more."""
+
+    def __init__(self, width: int, directory: Path | str | None = None, extent: int = 0) -> None:
         self.width = width
         self.directory = directory
+        self.extent = extent
         self._spill: Spill | None = None
         self._end = 0  # bytes up to the last record written
+        self._extended = 0  # bytes of the file written as zeros ahead of the records
         self._lock = threading.Lock()
         #: records read by ``read`` (one ``pread`` each), for tests and the bench
         self.reads = 0
@@ -57,11 +65,24 @@ class SlotFile:
         if len(data) != len(block) * self.width:
             raise ValueError(f"records of {self.width} bytes expected, got {block.shape}")
         fd, at = self._file().fd, first * self.width
+        if self.extent and at + len(data) > self._extended:
+            self._extend(fd, at + len(data))
         done = 0
         while done < len(data):  # pwrite may write less than asked
             done += os.pwrite(fd, data[done:], at + done)
         with self._lock:
             self._end = max(self._end, at + len(data))
+
+    def _extend(self, fd: int, end: int) -> None:
+        """Zeros after what the file holds, a block at a time, until it holds ``end`` bytes."""
+        with self._lock:
+            while self._extended < end:
+                size = min(self.extent, max(4096, self._extended))
+                zeros = bytes(size)
+                done = 0
+                while done < size:
+                    done += os.pwrite(fd, zeros[done:], self._extended + done)
+                self._extended += size
 
     def fd(self) -> int:
         """The file's descriptor (made now if nothing was written yet: it reads as zeros)."""
