@@ -252,3 +252,120 @@ def test_scans_in_several_threads_each_use_their_own_buffer(tmp_path: Path) -> N
     with ThreadPoolExecutor(4) as pool:
         for _round in range(3):
             assert list(pool.map(lambda q: t.vector(COL, q, mask, 10), queries)) == want
+
+
+def _read_bytes() -> int:
+    """Bytes this process has read with read system calls (``/proc/self/io``'s ``rchar``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs /proc/self/io (Linux)")
+def test_a_scattered_masks_scan_reads_its_slots_not_the_span_of_them(tmp_path: Path) -> None:
+    """A small namespace scattered among 20,000 rows: 0.5 % of them, too few for the graph. Session
+    18 read the span of their records (~3.9 MB a query, system calls counted in ``rchar``); the
+    scan reads its ~100 records through the mapping, and only rescoring's 40 records are read
+    by ``pread`` (~23 KB)."""
+    rng = np.random.default_rng(15)
+    n, dim = 20000, 384
+    t = HotTable("traces", [COL], dim, {"hot_ann_threshold_rows": 10**9}, tmp_path)
+    vecs = _unit(rng, n, dim)
+    for at in range(0, n, 2000):
+        t.upsert(_rows(range(at, at + 2000), vecs[at : at + 2000]))
+    mask = np.zeros(n, dtype=bool)
+    mask[rng.choice(n, n // 200, replace=False)] = True
+    queries = [vecs[i] for i in np.flatnonzero(mask)[:5].tolist()]
+    want = [t.vector(COL, q, mask, 10) for q in queries]  # warm: imports, first mapping
+    before = _read_bytes()
+    got = [t.vector(COL, q, mask, 10) for q in queries]
+    per_query = (_read_bytes() - before) / len(queries)
+    assert got == want
+    assert all(len(g) == 10 and g[0][0] in np.flatnonzero(mask) for g in got)
+    record_bytes = t.codes[COL].file.width * n
+    assert per_query < 100_000, (per_query, record_bytes)
+
+
+def _mapped_kb(inode: int) -> tuple[int, int]:
+    """(mappings of the file ``inode``, their resident kB) in this process (``/proc/self/smaps``)."""
+    count = rss = 0
+    mine = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+            mine = head[4] == str(inode)
+            count += mine
+        elif mine and line.startswith("Rss:"):
+            rss += int(head[1])
+    return count, rss
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs /proc/self/smaps")
+def test_a_scan_leaves_none_of_the_codes_file_mapped(tmp_path: Path) -> None:
+    """The scans read the records through a mapping, and RSS counts a mapped page: every scan
+    (dense, masked, the graph's selective ones) unmaps the file when it ends, so the codes stay
+    out of the process between queries (what the soak's RSS measures)."""
+    import os
+
+    rng = np.random.default_rng(16)
+    n, dim = 12000, 384
+    cfg = {"hot_ann_threshold_rows": 6000, "hot_ann_max_fetch": 300, "hot_ann_threads": 1}
+    t = HotTable("traces", [COL], dim, cfg, tmp_path)
+    vecs = _unit(rng, n, dim)
+    t.upsert(_rows(range(n // 2), vecs[: n // 2]))
+    cf = t.codes[COL]
+    inode = os.fstat(cf.file.fd()).st_ino
+    masks = [np.ones(n // 2, dtype=bool), rng.random(n // 2) < 0.1, rng.random(n // 2) < 0.01]
+    for mask in masks:  # dense and masked scans below the graph's threshold
+        t.vector(COL, vecs[3], mask, 10)
+        assert _mapped_kb(inode) == (0, 0)
+    t.upsert(_rows(range(n // 2, n), vecs[n // 2 :]))
+    asyncio.run(t.build_ann(COL))
+    before = cf.chunks
+    for share in (0.02, 0.005):  # selective masks above it: scans, not the graph
+        t.vector(COL, vecs[5], rng.random(n) < share, 10)
+        assert _mapped_kb(inode) == (0, 0)
+    assert cf.chunks > before
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs /proc/self/smaps")
+def test_while_a_scan_runs_it_holds_a_few_blocks_of_the_file_mapped_not_all(
+    tmp_path: Path,
+) -> None:
+    """During a scan of 100,000 rows' codes (19.6 MB) the pages it has passed are released:
+    mapped at most ``release_bytes`` plus the block it is in and the next (a fault maps a whole
+    large folio), sampled before each of its chunks."""
+    import os
+
+    import pyarrow as pa
+
+    rng = np.random.default_rng(17)
+    n, dim = 100_000, 384
+    t = HotTable("traces", [COL], dim, {"hot_ann_threshold_rows": 10**9}, tmp_path)
+    vecs = rng.standard_normal((n, dim)).astype(np.float32)
+    for at in range(0, n, 25_000):
+        part = vecs[at : at + 25_000]
+        flat = pa.FixedSizeListArray.from_arrays(pa.array(part.reshape(-1)), dim)
+        t.load_batch(pa.record_batch({"id": [f"r{i}" for i in range(at, at + 25_000)], COL: flat}))
+    cf = t.codes[COL]
+    inode = os.fstat(cf.file.fd()).st_ino
+    cf.release_bytes = codefile.EXTENT_BYTES
+    seen: list[int] = []
+    dots = cf._dots
+
+    def sampling(query: np.ndarray, block: np.ndarray, out: np.ndarray) -> None:
+        seen.append(_mapped_kb(inode)[1])
+        dots(query, block, out)
+
+    cf._dots = sampling  # type: ignore[method-assign]
+    query = encode_query(vecs[7] / np.linalg.norm(vecs[7]), t.layout)
+    dense = cf.scan(query, np.ones(n, dtype=bool))
+    slots = np.flatnonzero(rng.random(n) < 0.4)
+    sparse = cf.scores(query, slots)
+    assert np.array_equal(sparse, dense[slots])
+    assert len(seen) > 40
+    whole_kb = cf.file.width * n // 1024
+    bound_kb = (cf.release_bytes + 2 * codefile.EXTENT_BYTES) // 1024 + 64
+    assert max(seen) <= bound_kb < whole_kb // 3, (max(seen), bound_kb, whole_kb)
+    assert _mapped_kb(inode) == (0, 0)

@@ -41,9 +41,8 @@ from stratamem.core.hotindex.slotfile import SlotFile
 
 #: bytes of records scored per kernel call (a dense scan's chunk; the scratch buffer's size)
 SCAN_BYTES = 512 << 10
-#: a scan releases the pages it has read from the mapping every this many bytes of records it
-#: has moved through (and all at its end): what a scan holds mapped at most, beyond the kernel's
-#: fault-around (each page fault maps up to 64 KB of pages around it)
+#: a scan releases the pages it has read from the mapping once it has moved this many bytes of
+#: records past them (and all at its end): with the block it is in, what a scan holds mapped
 RELEASE_BYTES = 4 << 20
 #: the file is extended by zeros in aligned blocks of up to this many bytes (``SlotFile.extent``):
 #: ext4 caches a block written at once in folios of its size (kernel 6.18), and a scattered
@@ -174,9 +173,10 @@ class CodeFile:
 class _Mapped:
     """The records written so far mapped read-only for one scan (``records``: a (rows, width)
     uint8 view; rows written later are not in it). A page the scan reads is mapped into the
-    process, and RSS counts it, until released: every ``release_bytes`` of records the scan has
-    moved through (``touched``), and all of them when the scan ends (the mapping is closed). The
-    pages stay in the kernel's page cache: the next scan maps them again without reading."""
+    process, and RSS counts it, until released: the ``EXTENT_BYTES`` blocks the scan has moved
+    past once they add up to ``release_bytes`` (``touched``; a fault maps a whole large folio, so
+    the block the scan is in stays mapped), and all of them when the scan ends (the file is
+    unmapped). The pages stay in the kernel's page cache: the next scan maps them again."""
 
     def __init__(self, file: SlotFile, release_bytes: int) -> None:
         self.width = file.width
@@ -192,7 +192,7 @@ class _Mapped:
             if self._map is not None
             else np.zeros((0, self.width), dtype=np.uint8)
         )
-        self._from = -1  # the first byte read since the last release (-1: none)
+        self._from = -1  # the first block not released yet (-1: nothing read)
 
     def __enter__(self) -> _Mapped:
         return self
@@ -200,14 +200,14 @@ class _Mapped:
     def touched(self, lo: int, hi: int) -> None:
         """Slots ``lo`` .. ``hi - 1`` were read (ascending over a scan)."""
         if self._from < 0:
-            self._from = lo * self.width
-        if hi * self.width - self._from >= self._release_bytes:
-            self._release(self._from, hi * self.width)
-            self._from = -1
+            self._from = lo * self.width // EXTENT_BYTES * EXTENT_BYTES
+        cut = (hi * self.width - 1) // EXTENT_BYTES * EXTENT_BYTES  # the block being read
+        if cut - self._from >= self._release_bytes:
+            self._release(self._from, cut)
+            self._from = cut
 
     def _release(self, start: int, end: int) -> None:
         if self._map is not None and _DONTNEED is not None:
-            start -= start % mmap.PAGESIZE
             self._map.madvise(_DONTNEED, start, end - start)
 
     def __exit__(self, *exc: object) -> None:
