@@ -10,7 +10,9 @@ store when the tree has one), then per mode:
 
   time      per query: min of 3 retrieve() without the embed (the repeats find warm caches),
             median over the queries; thread CPU time of one pass; turn_start p50; the side files'
-            reads per retrieval (os.pread and marshal.loads calls counted)
+            reads per retrieval (os.pread and os.preadv calls, the hot index's side files' system
+            calls, and marshal.loads calls counted; the bytes read by system calls from
+            /proc/self/io's rchar: a scan through a mapping reads none)
   cprofile  pstats of the retrieve() loop (top by tottime and cumulative)
   loop      retrieve() (and turn_start with --turns) in hot_loop for --seconds (for py-spy)
   digest    sha of every query's (hit ids, scores) list, to compare trees
@@ -41,26 +43,58 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def _rchar() -> int:
+    """Bytes this process has read with read system calls (0 where /proc/self/io is missing)."""
+    try:
+        with open("/proc/self/io") as f:
+            return next((int(ln.split()[1]) for ln in f if ln.startswith("rchar:")), 0)
+    except OSError:
+        return 0
+
+
 class Counter:
+    """Calls of os.pread, os.preadv (also where a module took it at import: slotfile's
+    ``_PREADV``, session 18's chunked reads) and marshal.loads while installed."""
+
     def __init__(self) -> None:
-        self.n = {"pread": 0, "marshal": 0}
+        self.n = {"pread": 0, "preadv": 0, "marshal": 0, "rchar": 0}
         self._pread = os.pread
+        self._preadv = getattr(os, "preadv", None)
         self._loads = marshal.loads
+        try:
+            from stratamem.core.hotindex import slotfile
+        except ImportError:  # an older tree
+            slotfile = None  # type: ignore[assignment]
+        self._slotfile = slotfile if hasattr(slotfile, "_PREADV") else None
 
     def install(self) -> None:
         def pread(*a, **k):  # type: ignore[no-untyped-def]
             self.n["pread"] += 1
             return self._pread(*a, **k)
 
+        def preadv(*a, **k):  # type: ignore[no-untyped-def]
+            self.n["preadv"] += 1
+            return self._preadv(*a, **k)  # type: ignore[misc]
+
         def loads(*a, **k):  # type: ignore[no-untyped-def]
             self.n["marshal"] += 1
             return self._loads(*a, **k)
 
         os.pread = pread
+        if self._preadv is not None:
+            os.preadv = preadv
+            if self._slotfile is not None:
+                self._slotfile._PREADV = preadv
         marshal.loads = loads
+        self.n["rchar"] = -_rchar()
 
     def remove(self) -> None:
+        self.n["rchar"] += _rchar()
         os.pread = self._pread
+        if self._preadv is not None:
+            os.preadv = self._preadv
+            if self._slotfile is not None:
+                self._slotfile._PREADV = self._preadv
         marshal.loads = self._loads
 
 
@@ -157,9 +191,11 @@ async def main() -> None:
                         best = min(best, (time.perf_counter() - t0) * 1000)
                     per_q.append(best)
                 n_calls = 3 * len(queries)
-                out["pread_per_retrieval"] = round(cnt.n["pread"] / n_calls, 1)
-                out["marshal_per_retrieval"] = round(cnt.n["marshal"] / n_calls, 1)
                 cnt.remove()
+                out["pread_per_retrieval"] = round(cnt.n["pread"] / n_calls, 1)
+                out["preadv_per_retrieval"] = round(cnt.n["preadv"] / n_calls, 1)
+                out["read_kb_per_retrieval"] = round(cnt.n["rchar"] / n_calls / 1024, 1)
+                out["marshal_per_retrieval"] = round(cnt.n["marshal"] / n_calls, 1)
                 out["retrieval_min3_p50_ms"] = round(statistics.median(per_q), 3)
                 # thread CPU time too (load-insensitive)
                 cpu = []

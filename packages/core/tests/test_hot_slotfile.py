@@ -5,6 +5,7 @@ stay float32's (bench/results/soak-session9.md)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +28,13 @@ WRITES = st.lists(
 
 
 @settings(max_examples=200, deadline=None)
-@given(WRITES, st.lists(st.integers(0, 60), max_size=30))
+@given(WRITES, st.lists(st.integers(0, 60), max_size=30), st.sampled_from([0, 16, 64]))
 def test_records_read_back_as_last_written_and_unwritten_slots_as_zeros(
-    writes: list[tuple[int, list[bytes]]], reads: list[int]
+    writes: list[tuple[int, list[bytes]]], reads: list[int], extent: int
 ) -> None:
-    f = SlotFile(WIDTH)
+    """With an ``extent`` too: the file extended by zeros in blocks ahead of the records (the
+    codes' file, for large folios) reads the same."""
+    f = SlotFile(WIDTH, extent=extent)
     want: dict[int, bytes] = {}
     for first, records in writes:
         block = np.frombuffer(b"".join(records), np.uint8).reshape(len(records), WIDTH)
@@ -44,6 +47,15 @@ def test_records_read_back_as_last_written_and_unwritten_slots_as_zeros(
     span = f.read_range(3, 61)
     assert [bytes(r) for r in span] == [want.get(s, zero) for s in range(3, 61)]
     assert f.nbytes() == 0
+    end = (
+        max((first + len(records)) * WIDTH for first, records in writes if records)
+        if any(records for _f, records in writes)
+        else 0
+    )
+    assert f.file_bytes() == end  # the records' bytes, not the zeros ahead of them
+    if extent and end:
+        size = os.fstat(f.fd()).st_size
+        assert end <= size < max(2 * end, end + extent) and size % 16 == 0
 
 
 def test_the_file_has_no_name_and_a_width_of_zero_writes_nothing(tmp_path: Path) -> None:
