@@ -285,6 +285,15 @@ def test_a_scattered_masks_scan_reads_its_slots_not_the_span_of_them(tmp_path: P
     assert all(len(g) == 10 and g[0][0] in np.flatnonzero(mask) for g in got)
     record_bytes = t.codes[COL].file.width * n
     assert per_query < 100_000, (per_query, record_bytes)
+    # one owner's rows in four runs of 50 consecutive slots: one ``preadv`` a run
+    runs = np.zeros(n, dtype=bool)
+    for first in (1000, 7000, 12000, 19000):
+        runs[first : first + 50] = True
+    t.vector(COL, vecs[1010], runs, 10)
+    reads, before = t.codes[COL].reads, _read_bytes()
+    assert t.vector(COL, vecs[1010], runs, 10)[0][0] == 1010
+    assert t.codes[COL].reads - reads == 4
+    assert _read_bytes() - before < 100_000
 
 
 def _mapped_kb(inode: int) -> tuple[int, int]:

@@ -37,13 +37,17 @@ import numkong as nk
 import numpy as np
 
 from stratamem.core.hotindex.quantized import Layout
-from stratamem.core.hotindex.slotfile import SlotFile
+from stratamem.core.hotindex.slotfile import SlotFile, pread_into
 
 #: bytes of records scored per kernel call (a dense scan's chunk; the scratch buffer's size)
 SCAN_BYTES = 512 << 10
 #: a scan releases the pages it has read from the mapping once it has moved this many bytes of
 #: records past them (and all at its end): with the block it is in, what a scan holds mapped
 RELEASE_BYTES = 4 << 20
+#: a masked scan whose slots are in fewer runs of consecutive slots than this reads each run with
+#: one ``preadv`` (one owner's rows: a system call a run costs less than mapping the file, ~10 us,
+#: and a fault per block); more runs (a scattered mask) are gathered from the mapping
+RUNS_READ = 32
 #: the file is extended by zeros in aligned blocks of up to this many bytes (``SlotFile.extent``):
 #: ext4 caches a block written at once in folios of its size (kernel 6.18), and a scattered
 #: gather maps 2 MB folios 5-10x faster than one page folios (records written one at a time);
@@ -76,8 +80,9 @@ class CodeFile:
         #: force them small)
         self.scan_bytes = SCAN_BYTES
         self.release_bytes = RELEASE_BYTES
-        #: chunks a scan scored (kernel calls), for tests and the bench
+        #: chunks a scan scored (kernel calls) and ``preadv`` calls of runs, for tests and the bench
         self.chunks = 0
+        self.reads = 0
 
     # -- writes ------------------------------------------------------------------------------
     def write(self, first: int, codes: np.ndarray, scales: np.ndarray) -> None:
@@ -129,25 +134,64 @@ class CodeFile:
 
     def scores(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """``dots(query, codes[slots]) * scales[slots]`` (``quantized.dots``) for ascending
-        distinct ``slots``, as float32: the records of just those slots gathered from the mapping
-        into the scratch buffer, a buffer-ful at a time, and the kernel run on each."""
+        distinct ``slots``, as float32: the records of just those slots in the scratch buffer, a
+        buffer-ful at a time, the kernel run on each. Slots in a few runs of consecutive slots
+        (``RUNS_READ`` or fewer: one owner's rows written together) are read with one ``preadv``
+        a run; others are gathered from the mapping (a read a slot would cost more)."""
         idx = np.asarray(slots, dtype=np.int64)
         out = np.zeros(len(idx), dtype=np.float32)  # a slot never written scores 0
+        if not len(idx):
+            return out
         width = self.file.width
         rows = max(1, self.scan_bytes // width)
         mat = _buffer(rows * width)[: rows * width].reshape(rows, width)
+        fill = done = 0  # rows in the buffer; slots of ``idx`` scored before them
+
+        def flush() -> None:
+            nonlocal fill, done
+            raw = np.empty((1, fill), dtype=np.float32)
+            self._dots(query, mat[:fill, : self.code_bytes], raw)
+            out[done : done + fill] = raw[0] * mat[:fill, self.code_bytes :].view(np.float32)[:, 0]
+            done += fill
+            fill = 0
+            self.chunks += 1
+
+        starts = np.flatnonzero(np.diff(idx) != 1) + 1
+        if len(starts) < RUNS_READ:
+            fd = self.file.fd()
+            for a, b in zip(
+                np.r_[0, starts].tolist(), np.r_[starts, len(idx)].tolist(), strict=True
+            ):
+                while a < b:
+                    if fill == rows:
+                        flush()
+                    take = min(b - a, rows - fill)
+                    self._read(fd, mat[fill : fill + take], int(idx[a]))
+                    fill += take
+                    a += take
+            if fill:
+                flush()
+            return out
         with _Mapped(self.file, self.release_bytes) as mapped:
             have = int(np.searchsorted(idx, mapped.rows))  # slots written
             for at in range(0, have, rows):
                 part = idx[at : min(have, at + rows)]
-                k = len(part)
-                self.chunks += 1
-                np.take(mapped.records, part, axis=0, out=mat[:k], mode="clip")
+                fill = len(part)
+                np.take(mapped.records, part, axis=0, out=mat[:fill], mode="clip")
                 mapped.touched(int(part[0]), int(part[-1]) + 1)
-                raw = np.empty((1, k), dtype=np.float32)
-                self._dots(query, mat[:k, : self.code_bytes], raw)
-                out[at : at + k] = raw[0] * mat[:k, self.code_bytes :].view(np.float32)[:, 0]
+                flush()
         return out
+
+    def _read(self, fd: int, block: np.ndarray, first: int) -> None:
+        """Records from slot ``first`` into ``block`` (zeros past the file's end)."""
+        view, at, got = block.reshape(-1).data, first * self.file.width, 0
+        while got < len(view):
+            step = pread_into(fd, view[got:], at + got)
+            self.reads += 1
+            if step <= 0:  # past the file's end: never written
+                view[got:] = bytes(len(view) - got)
+                return
+            got += step
 
     def _dots(self, query: np.ndarray, block: np.ndarray, out: np.ndarray) -> None:
         """``quantized.dots`` over a (rows, code bytes) view of the buffer, into ``out`` (1, rows)."""
