@@ -159,3 +159,44 @@ def test_structlog_is_configured_when_first_imported() -> None:
     assert done.stdout == ""
     assert "plugin-warning" in done.stderr
     assert "plugin-info" not in done.stderr  # $STRATAMEM_LOG_LEVEL defaults to WARNING
+
+
+_SCRIPT = """
+import atexit, sys
+marker = sys.argv[1]
+atexit.register(lambda: open(marker, "w").write("exit handlers ran"))
+
+class Finalized:  # its __del__ runs in the interpreter's finalization, which a served command skips
+    def __del__(self):
+        sys.stderr.write("finalized\\n")
+
+kept = Finalized()
+sys.argv = ["stratamem", *sys.argv[2:]]
+from stratamem.core.cli import script
+script()
+"""
+
+
+def test_the_console_script_exits_without_finalization_after_a_served_search(
+    served_home: Path, tmp_path: Path
+) -> None:
+    def script(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", _SCRIPT, str(tmp_path / "marker"), *argv],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    query = "Where is the spare boathouse key kept?"
+    done = script("--home", str(served_home), "search", query, "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "barometer" in json.loads(done.stdout)["hits"][0]["snippet"]
+    assert (tmp_path / "marker").read_text() == "exit handlers ran"
+    assert "finalized" not in done.stderr  # ~22 ms of module teardown skipped
+    # the same exit code as before for a served command that fails, and a usual exit otherwise
+    done = script("--home", str(served_home), "search", query, "--limit", "99")
+    assert done.returncode == 2 and "--limit must be 1-50" in done.stderr
+    done = script("--home", str(tmp_path / "nohome"), "search", query)
+    assert done.returncode == 2 and "home_not_found" in done.stderr
+    assert "finalized" in done.stderr  # (it returned before the command ran)
