@@ -200,3 +200,6 @@ def test_the_console_script_exits_without_finalization_after_a_served_search(
     done = script("--home", str(tmp_path / "nohome"), "search", query)
     assert done.returncode == 2 and "home_not_found" in done.stderr
     assert "finalized" in done.stderr  # (it returned before the command ran)
+    done = script("--home", str(served_home), "--offline", "search", query, "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "finalized" in done.stderr  # --offline: the engine's process exits as it always did

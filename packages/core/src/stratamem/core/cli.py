@@ -271,7 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = int(run(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
-        _state["served"] = bool(getattr(run, "through_service", False))
+        # (``--offline`` ran the engine here: its finalization is left as it was)
+        _state["served"] = bool(getattr(run, "through_service", False)) and not getattr(
+            args, "offline", False
+        )
     except BrokenPipeError:
         # `stratamem search … | head -1`: the reader is gone, which is not an error of ours; no
         # traceback, and nothing more is written to the dead pipe at exit
@@ -286,7 +289,7 @@ _state = {"served": False}
 
 def script() -> None:
     """The ``stratamem`` console script: ``main``, then the exit. After a command that only talked
-    to the service (``through_service``, run to its end), the interpreter's finalization is
+    to the service (``through_service``, run to its end, not ``--offline``), the finalization is
     skipped: tearing down ~290 modules took ~22 ms of a ~250 ms served search
     (bench/results/startup-session19.md). Exit handlers still run and stdio is flushed first;
     anything else (another command, a thread still running) exits as usual."""
