@@ -321,20 +321,6 @@ DEFAULTS: dict[str, Any] = {
         #: 0.338 -> 0.345, `turn_start` R@10 -2 questions, long-memory set unchanged: κ stays 0
         #: (bench/results/locomo.md, session 12 mh3)
         "aspect_coverage_gate": "set_query",
-        #: κᵢ: in the final pick a memory among the ``instance_novelty_top`` most relevant gains
-        #: this when it names an instance (a capitalised word where no sentence begins, rare
-        #: among the caller's memories, not in the query) that no memory picked before it names:
-        #: a set's members are named, not described (retrieval/instances.py). 0: off. It picks
-        #: the list, not its order
-        "instance_novelty": 0.0,
-        "instance_novelty_top": 30,
-        #: an instance a picked memory names keeps this share of its weight (0: only new ones gain)
-        "instance_novelty_decay": 0.0,
-        #: a token held by more than this share of the caller's memories is no instance (the
-        #: speakers' names: 25-95 % of a LoCoMo conversation's memories; instances < 5 %)
-        "instance_novelty_max_share": 0.05,
-        #: which queries ``instance_novelty`` applies to (as ``aspect_coverage_gate``)
-        "instance_novelty_gate": "set_query",
     },
     "storage": {
         #: build an ANN index (IVF_HNSW_SQ, cosine) once a table holds this many rows

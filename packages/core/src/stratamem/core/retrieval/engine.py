@@ -28,7 +28,6 @@ from stratamem.core.ids import now_ms
 from stratamem.core.retrieval import (
     coverage,
     hot_tiers,
-    instances,
     lance_tiers,
     learned,
     query_shape,
@@ -446,7 +445,6 @@ class _Run:
             ),
             session_free=int(self.s("session_diversity_free")),
             **coverage.pick_settings(self, set_query),
-            **instances.pick_settings(self, set_query),
         )
         ranked = rank(cands, params)
         # one memory per episode: the trace or its roll-up, whichever scored higher (episode on ties)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from stratamem.core.retrieval import coverage, instances
+from stratamem.core.retrieval import coverage
 from stratamem.core.retrieval.candidates import Candidate, rows_matrix
 
 #: per-channel RRF weights (vector + BM25 carry the signal; substring patterns only help)
@@ -57,13 +57,6 @@ class RankParams:
     coverage_top: int = 30
     coverage_decay: float = 0.0
     covers: coverage.Covers | None = None
-    #: answer-side novelty (retrieval/instances.py; 0: off): among the first ``instance_top``
-    #: candidates one naming an instance no chosen memory names gains ``instance_weight``; it
-    #: decides which traces make the list, not their order in it
-    instances_of: instances.InstancesOf | None = None
-    instance_weight: float = 0.0
-    instance_top: int = 30
-    instance_decay: float = 0.0
 
 
 @dataclass(slots=True)
@@ -281,13 +274,6 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
         if p.coverage_weight > 0
         else None
     )
-    inst = instances.for_pick(
-        [it.cand for it in remaining],
-        p.instances_of,
-        p.instance_weight,
-        p.instance_top,
-        p.instance_decay,
-    )
 
     def take(i: int) -> None:
         it = remaining[i]
@@ -295,8 +281,6 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
         it.score = lam * it.relevance - (1 - lam) * it.redundancy
         if cov is not None:
             cov.chose(i)
-        if inst is not None:
-            inst.chose(i)
         if sess is not None and same is not None and sess[i]:
             same[sess == sess[i]] += 1
         chosen.append(it)
@@ -328,8 +312,6 @@ def mmr_select(items: list[Ranked], p: RankParams) -> list[Ranked]:
         gain = lam_rel - mu * red.best
         if cov is not None:
             gain += cov.gains()
-        if inst is not None:
-            gain += inst.gains()
         if same is not None:
             gain -= delta * np.maximum(same - free, 0.0)
         gain[shut] = -np.inf
