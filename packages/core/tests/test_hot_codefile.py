@@ -378,3 +378,47 @@ def test_while_a_scan_runs_it_holds_a_few_blocks_of_the_file_mapped_not_all(
     bound_kb = (cf.release_bytes + 2 * codefile.EXTENT_BYTES) // 1024 + 64
     assert max(seen) <= bound_kb < whole_kb // 3, (max(seen), bound_kb, whole_kb)
     assert _mapped_kb(inode) == (0, 0)
+
+
+def test_a_scan_the_system_refuses_to_map_reads_the_records_and_returns_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mmap`` can fail (ENOMEM: the address-space limit, or ``vm.max_map_count`` reached by a
+    process with many homes open). Every recall through the hot index then raised; now the scans
+    (dense, masked, scattered, the graph's selective ones) read the records with ``preadv`` and
+    return what the in-memory scan returned."""
+    import errno
+    import mmap
+
+    rng = np.random.default_rng(21)
+    cfg = {"hot_ann_threshold_rows": 1200, "hot_ann_max_fetch": 200, "hot_ann_threads": 1}
+    t = HotTable("traces", [COL], DIM, cfg, tmp_path)
+    cf = t.codes[COL]
+    cf.scan_bytes = 40 * cf.file.width  # many chunks, a partial last one
+    model = Model(t)
+    vecs = _unit(rng, 2000)
+    model.put(_rows(range(900), vecs[:900], owners=20))
+
+    def refuse(*_args: Any, **_kwargs: Any) -> mmap.mmap:
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+
+    def check() -> int:
+        n = 0
+        for mask in _masks(t, rng):
+            mask[rng.integers(0, t.n, 40)] = True  # scattered: more runs than ``RUNS_READ``
+            for i in rng.integers(0, 900, 4).tolist():
+                assert t.vector(COL, vecs[i], mask, 10) == model.vector(vecs[i], mask, 10)
+                n += 1
+        return n
+
+    assert check() == 9 * 4
+    dense = cf.map_failures
+    assert dense > 0
+    model.put(_rows(range(900, 2000), vecs[900:], owners=20))
+    asyncio.run(t.build_ann(COL))
+    assert t.ann[COL] is not None
+    before = cf.chunks
+    assert check() == 9 * 4  # above the graph's threshold: selective masks gather their slots
+    assert cf.map_failures > dense and cf.chunks > before

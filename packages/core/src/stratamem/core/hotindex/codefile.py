@@ -38,6 +38,7 @@ import numpy as np
 
 from stratamem.core.hotindex.quantized import Layout
 from stratamem.core.hotindex.slotfile import SlotFile, pread_into
+from stratamem.core.telemetry import get_logger
 
 #: bytes of records scored per kernel call (a dense scan's chunk; the scratch buffer's size)
 SCAN_BYTES = 512 << 10
@@ -54,6 +55,7 @@ RUNS_READ = 32
 #: 4 and 8 MB blocks measured slower again (bench/results/hot-gather-session19.md)
 EXTENT_BYTES = 2 << 20
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
+_log = get_logger("hotindex")
 
 _scratch = threading.local()
 
@@ -83,6 +85,8 @@ class CodeFile:
         #: chunks a scan scored (kernel calls) and ``preadv`` calls of runs, for tests and the bench
         self.chunks = 0
         self.reads = 0
+        #: scans whose mapping the system refused (they read the records instead)
+        self.map_failures = 0
 
     # -- writes ------------------------------------------------------------------------------
     def write(self, first: int, codes: np.ndarray, scales: np.ndarray) -> None:
@@ -115,7 +119,10 @@ class CodeFile:
         n = len(valid)
         out = np.empty(n, dtype=np.float32)
         rows = max(1, self.scan_bytes // self.file.width)
-        with _Mapped(self.file, self.release_bytes) as mapped:
+        mapped = self._map()
+        if mapped is None:
+            return self._scan_read(query, valid, out, rows)
+        with mapped:
             for lo in range(0, n, rows):
                 hi = min(n, lo + rows)
                 if not valid[lo:hi].any():
@@ -131,6 +138,35 @@ class CodeFile:
                     del mat
                     mapped.touched(lo, end)
         return out
+
+    def _scan_read(
+        self, query: np.ndarray, valid: np.ndarray, out: np.ndarray, rows: int
+    ) -> np.ndarray:
+        """``scan`` without a mapping: each chunk with a valid slot read into the scratch buffer."""
+        width, fd = self.file.width, self.file.fd()
+        mat = _buffer(rows * width)[: rows * width].reshape(rows, width)
+        for lo in range(0, len(valid), rows):
+            hi = min(len(valid), lo + rows)
+            if not valid[lo:hi].any():
+                continue
+            self.chunks += 1
+            block = mat[: hi - lo]
+            self._read(fd, block, lo)  # zeros past the file's end: a slot never written scores 0
+            self._dots(query, block[:, : self.code_bytes], out[None, lo:hi])
+            out[lo:hi] *= block[:, self.code_bytes :].view(np.float32)[:, 0]
+        return out
+
+    def _map(self) -> _Mapped | None:
+        """The records mapped for one scan; None when the system refuses the mapping (the address
+        space limit or the count of mappings reached): the scan then reads what it needs, slower
+        but the same scores, rather than failing the recall."""
+        try:
+            return _Mapped(self.file, self.release_bytes)
+        except OSError as exc:
+            if not self.map_failures:
+                _log.warning("hot_codes_unmapped", error=str(exc), fallback="pread")
+            self.map_failures += 1
+            return None
 
     def scores(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """``dots(query, codes[slots]) * scales[slots]`` (``quantized.dots``) for ascending
@@ -157,7 +193,8 @@ class CodeFile:
             self.chunks += 1
 
         starts = np.flatnonzero(np.diff(idx) != 1) + 1
-        if len(starts) < RUNS_READ:
+        mapped = None if len(starts) < RUNS_READ else self._map()
+        if mapped is None:  # few runs, or no mapping to be had: a ``preadv`` a run
             fd = self.file.fd()
             for a, b in zip(
                 np.r_[0, starts].tolist(), np.r_[starts, len(idx)].tolist(), strict=True
@@ -172,7 +209,7 @@ class CodeFile:
             if fill:
                 flush()
             return out
-        with _Mapped(self.file, self.release_bytes) as mapped:
+        with mapped:
             have = int(np.searchsorted(idx, mapped.rows))  # slots written
             for at in range(0, have, rows):
                 part = idx[at : min(have, at + rows)]
