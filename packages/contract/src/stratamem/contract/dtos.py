@@ -450,6 +450,9 @@ class Health:
     embedder: ModelHealth = field(default_factory=ModelHealth)
     journal_backlog: int = 0
     counts: dict[str, int] = field(default_factory=dict)
+    #: namespaces holding an episode, newest activity first (a scoped token: only its own);
+    #: empty from a service older than the field
+    namespaces: tuple[Namespace, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
