@@ -191,8 +191,9 @@ class LocalCore:
         self._alive()
         every = Scope.everything("health.counts")
         counts = {"traces": await self.store.count("traces", every)}
-        # the same figure a scoped token's health counts over its namespaces (scoped_health)
-        counts["episodes"] = sum(f.episodes for f in await overview.namespaces(self.services))
+        # the same figures a scoped token's health counts over its namespaces (scoped_health)
+        figures = await overview.namespaces(self.services)
+        counts["episodes"] = sum(f.episodes for f in figures)
         for t in ("policies", "world_models", "skills"):
             counts[t] = await self.store.count(t, every)
         counts["journal_set_aside"] = self.journal.set_aside_total
@@ -214,14 +215,24 @@ class LocalCore:
             embedder=self._embed_health,
             journal_backlog=self.journal.backlog(),
             counts=counts,
+            namespaces=overview.holding_episodes(figures),
         )
 
     async def scoped_health(self, allows: Callable[[Namespace], bool]) -> Health:
         """``health`` for a caller limited to some namespaces (a scoped token): their counts
-        only, and no home path, journal backlog or set-aside count (the home's, not theirs)."""
+        only, and no home path, journal backlog or set-aside count (the home's, not theirs); of the
+        namespaces holding memories only those it may use."""
         full = await self.health()
-        counts = await overview.scoped_counts(self.services, allows)
-        return replace(full, home="", namespace=None, journal_backlog=0, counts=counts)
+        figures = await overview.namespaces(self.services, allows)
+        counts = await overview.scoped_counts(self.services, allows, figures)
+        return replace(
+            full,
+            home="",
+            namespace=None,
+            journal_backlog=0,
+            counts=counts,
+            namespaces=overview.holding_episodes(figures),
+        )
 
     # ------------------------------------------------------------------ sessions / episodes
     async def open_session(

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from stratamem.contract.dtos import Namespace
+from stratamem.contract.dtos import Health, Namespace
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.protocol import MemoryCore
 
@@ -152,9 +152,24 @@ def namespace_given(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "namespace", None))
 
 
-async def namespaces_with_memories(core: MemoryCore) -> list[Namespace]:
-    """Every namespace holding an episode, in first-seen order (the CLI is the home's owner: its
-    socket is unrestricted, so it may list across namespaces)."""
+async def namespaces_with_memories(
+    core: MemoryCore, health: Health | None = None
+) -> list[Namespace]:
+    """Every namespace holding an episode, newest activity first, as ``health`` names them (one
+    small call; ``health``: an answer the caller already has). The CLI is the home's owner (its
+    socket is unrestricted), so that is every namespace of the home.
+
+    A service older than ``Health.namespaces`` leaves it empty; when it still counts episodes,
+    they are listed page by page instead (every episode of the home: what this cost before)."""
+    if health is None:
+        health = await core.health()
+    if health.namespaces or not health.counts.get("episodes"):
+        return list(health.namespaces)
+    return await _namespaces_by_listing(core)
+
+
+async def _namespaces_by_listing(core: MemoryCore) -> list[Namespace]:
+    """The namespaces of every episode, in first-seen order (newest episode first)."""
     from stratamem.contract.dtos import ListQuery
 
     seen: dict[tuple[str, str], Namespace] = {}

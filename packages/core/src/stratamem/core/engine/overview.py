@@ -97,10 +97,22 @@ async def owned_counts(svc: EngineServices, owners: Sequence[Namespace]) -> dict
     return counts
 
 
-async def scoped_counts(svc: EngineServices, allows: Callable[[Namespace], bool]) -> dict[str, int]:
+def holding_episodes(figures: Sequence[NamespaceFigures]) -> tuple[Namespace, ...]:
+    """The namespaces of ``figures`` holding an episode, in their order (``Health.namespaces``:
+    where the CLI searches when no namespace is given)."""
+    return tuple(f.namespace for f in figures if f.episodes > 0)
+
+
+async def scoped_counts(
+    svc: EngineServices,
+    allows: Callable[[Namespace], bool],
+    figures: Sequence[NamespaceFigures] | None = None,
+) -> dict[str, int]:
     """What a caller limited to the namespaces ``allows`` accepts may count: its namespaces'
-    traces, episodes and learned rows (the viewer's ``/api/system`` and gRPC ``Health``)."""
-    figures = await namespaces(svc, allows)
+    traces, episodes and learned rows (the viewer's ``/api/system`` and gRPC ``Health``).
+    ``figures``: ``namespaces(svc, allows)`` when the caller has read them already."""
+    if figures is None:
+        figures = await namespaces(svc, allows)
     counts = await owned_counts(svc, [f.namespace for f in figures])
     counts["traces"] = sum(f.traces for f in figures)
     counts["episodes"] = sum(f.episodes for f in figures)

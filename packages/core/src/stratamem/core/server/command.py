@@ -187,8 +187,9 @@ async def _health(args: argparse.Namespace) -> dict[str, Any]:
     from stratamem.core.commands.common import label, namespaces_with_memories, opened_core
 
     async with opened_core(args) as core:  # the home's service, started on demand
-        data = asdict(await core.health())
-        data["namespaces"] = [label(ns) for ns in await namespaces_with_memories(core)]
+        health = await core.health()
+        data = asdict(health)
+        data["namespaces"] = [label(ns) for ns in await namespaces_with_memories(core, health)]
         return data
 
 
