@@ -161,8 +161,11 @@ def _served_methods(home: Path, since: int) -> list[str]:
         lines = f.read().decode("utf-8").splitlines()
     out = []
     for line in lines:
-        rec = json.loads(line)
-        if rec.get("event") == "rpc":
+        try:
+            rec = json.loads(line)
+        except ValueError:  # a line some library wrote in its own format
+            continue
+        if isinstance(rec, dict) and rec.get("event") == "rpc":
             out.append(str(rec["method"]).rsplit("/", 1)[-1])
     return out
 
