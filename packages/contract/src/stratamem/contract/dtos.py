@@ -53,6 +53,7 @@ __all__ = [
     "WorldModel",
     "WorldModelEntry",
     "WorldModelStructure",
+    "episode_cursor",
     "trace_cursor",
 ]
 
@@ -478,13 +479,19 @@ class ListQuery:
     q: str | None = None
     namespace: Namespace | None = None
     include_all_namespaces: bool = False
-    #: keyset cursor for ``list_traces``: :func:`trace_cursor` of the previous page's last trace
+    #: keyset cursor (proto ``ListQuery.after``): :func:`trace_cursor` of the previous page's last
+    #: trace for ``list_traces``, :func:`episode_cursor` of its last episode for ``list_episodes``
     after: str | None = None
 
 
 def trace_cursor(trace: Trace) -> str:
     """The ``ListQuery.after`` cursor that continues a trace listing after ``trace``."""
     return f"{trace.ts}:{trace.id}"
+
+
+def episode_cursor(episode: Episode) -> str:
+    """The ``ListQuery.after`` cursor that continues an episode listing after ``episode``."""
+    return f"{episode.started_at}:{episode.id}"
 
 
 @dataclass(frozen=True, slots=True)
