@@ -85,6 +85,16 @@ def check_top_k(top_k: TopK | None, max_top_k: int) -> None:
             raise bad(f"top_k.{tier} must be an integer in [0, {max_top_k}]", field=f"top_k.{tier}")
 
 
+def check_cursor(after: str, what: str) -> tuple[int, str]:
+    """A keyset cursor ``<int>:<id>`` (``ListQuery.after``) as ``(key, id)``; ``what`` names it in
+    the error (e.g. "the `ts:id` cursor of a listed trace"). Only ASCII digits: ``str.isdigit``
+    also accepts digits ``int()`` refuses (``"²"``), which ended in an untyped ``ValueError``."""
+    key, sep, row_id = after.partition(":")
+    if not sep or not (key.isascii() and key.isdigit()):
+        raise bad(f"after must be {what}", field="after")
+    return int(key), check_id("after", row_id)
+
+
 def check_limit(limit: Any, offset: Any, max_limit: int = 500) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
         raise bad(f"limit must be an integer in [1, {max_limit}]", field="limit")

@@ -15,7 +15,7 @@ from stratamem.core.engine.services import EngineServices
 from stratamem.core.ids import new_id, now_ms
 from stratamem.core.storage.ownership import Scope, owner_columns, owner_key, owner_namespace
 from stratamem.core.storage.rows import episode_from_row
-from stratamem.core.validation import check_id, check_limit, check_text
+from stratamem.core.validation import check_cursor, check_id, check_limit, check_text
 
 
 def session_not_found(session_id: str) -> StratamemError:
@@ -358,8 +358,28 @@ async def close_episode(svc: EngineServices, episode_id: str) -> None:
     await svc.drain_journal(15.0)
 
 
+#: the keyset cursor's started_at is clamped here: any larger value means "from the newest" alike,
+#: and SQLite refuses integers past int64
+_INT64_MAX = 2**63 - 1
+
+
+def episode_cursor_key(after: str) -> tuple[int, str]:
+    """``ListQuery.after`` of an episode listing as ``(started_at, id)`` (``invalid_argument``,
+    as ``list_traces`` answers, when it is not ``started_at:id``)."""
+    started, eid = check_cursor(
+        after, "the `started_at:id` cursor of a listed episode (contract.dtos.episode_cursor)"
+    )
+    return min(started, _INT64_MAX), eid
+
+
 async def list_episodes(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Episode]:
+    """One page, newest first in the total order ``(started_at, id)`` descending: episodes that
+    started in the same millisecond keep one order on every page. ``after`` (keyset) pages stably
+    while episodes are added; ``offset`` (after the cursor, if any) is kept for shallow paging.
+    Migration 5's indexes walk this order, so a page reads about ``offset + limit`` index entries
+    of the caller's scope instead of sorting every visible episode."""
     check_limit(query.limit, query.offset)
+    cursor = episode_cursor_key(query.after) if query.after else None
     scope = (
         Scope.everything("list_all_namespaces")
         if query.include_all_namespaces
@@ -373,10 +393,14 @@ async def list_episodes(svc: EngineServices, query: ListQuery, ns: Namespace) ->
     if query.status:
         where.append("status = ?")
         params.append(query.status)
+    if cursor is not None:
+        # the bare ``started_at <= ?`` is the index's range; the OR breaks the tie on id
+        where.append("started_at <= ? AND (started_at < ? OR id < ?)")
+        params += [cursor[0], cursor[0], cursor[1]]
     sql = (
         "SELECT * FROM episodes WHERE "
         + " AND ".join(where)
-        + " ORDER BY started_at DESC LIMIT ? OFFSET ?"
+        + " ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?"
     )
     rows = await svc.run_db(lambda: svc.db.query(sql, [*params, query.limit, query.offset]))
     return [episode_from_row(r) for r in rows]

@@ -19,7 +19,7 @@ from stratamem.core.engine.services import EngineServices
 from stratamem.core.storage.ownership import Scope, quote
 from stratamem.core.storage.rows import trace_from_row
 from stratamem.core.telemetry.audit import audit
-from stratamem.core.validation import check_id, check_limit, check_text
+from stratamem.core.validation import check_cursor, check_id, check_limit, check_text
 
 
 def read_scope(ns: Namespace, all_ns: bool = False) -> Scope:
@@ -66,14 +66,7 @@ _ORDER = (("ts", False), ("id", False))
 
 
 def _cursor(after: str) -> tuple[int, str]:
-    ts, sep, tid = after.partition(":")
-    if not sep or not ts.isdigit():
-        raise StratamemError(
-            ErrorCode.INVALID_ARGUMENT,
-            "after must be the `ts:id` cursor of a listed trace (contract.dtos.trace_cursor)",
-            {"field": "after"},
-        )
-    return int(ts), check_id("after", tid)
+    return check_cursor(after, "the `ts:id` cursor of a listed trace (contract.dtos.trace_cursor)")
 
 
 async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Trace]:

@@ -167,6 +167,23 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         END
         """,
     ),
+    (
+        5,
+        "episode listing in (started_at, id) order",
+        # ``list_episodes`` pages newest first in the total order (started_at DESC, id DESC), by
+        # keyset cursor or offset. Without these a page sorted every visible episode (SCAN + temp
+        # B-tree) and an offset re-sorted them all again. Each index walks that order backwards
+        # after its equality column (none / status / session); the owner columns ride along so
+        # ``Scope.visible``'s OR filter is checked in the index, without reading the row of
+        # another namespace's episode (bench/results/episodes-paging.md).
+        """
+        CREATE INDEX episodes_recent
+            ON episodes(started_at, id, owner_agent_kind, owner_profile_id, share_scope);
+        CREATE INDEX episodes_status_recent
+            ON episodes(status, started_at, id, owner_agent_kind, owner_profile_id, share_scope);
+        CREATE INDEX episodes_session_recent ON episodes(session_id, started_at, id)
+        """,
+    ),
 )
 
 
