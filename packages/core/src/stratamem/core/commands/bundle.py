@@ -20,7 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stratamem.contract.dtos import ListQuery, Namespace, ToolCall, TurnResult, trace_cursor
+from stratamem.contract.dtos import (
+    Episode,
+    ListQuery,
+    Namespace,
+    ToolCall,
+    TurnResult,
+    episode_cursor,
+    trace_cursor,
+)
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.contract.hostkit.files import write_atomic
 from stratamem.contract.protocol import MemoryCore
@@ -86,6 +94,23 @@ async def _all_traces(core: MemoryCore, ns: Namespace | None) -> list[Any]:
         after = trace_cursor(page[-1])
 
 
+async def _all_episodes(core: MemoryCore, ns: Namespace | None) -> list[Episode]:
+    """Every episode, paged by keyset cursor (stable while the service keeps opening episodes).
+
+    A service older than the episode cursor ignores ``after`` and answers the first page again:
+    a page that does not start below the cursor is read that way, and the listing is then walked
+    by offset as before (the old answer, not an endless loop)."""
+    out: list[Episode] = []
+    while True:
+        after = episode_cursor(out[-1]) if out else None
+        page = await core.list_episodes(dataclasses.replace(_query(ns, 0), after=after))
+        if out and page and (page[0].started_at, page[0].id) >= (out[-1].started_at, out[-1].id):
+            return await _all(core.list_episodes, ns)
+        out.extend(page)
+        if len(page) < PAGE:
+            return out
+
+
 async def export_bundle(
     core: MemoryCore, ns: Namespace | None, wait_s: float = EXPORT_WAIT_S
 ) -> dict[str, Any]:
@@ -120,7 +145,7 @@ async def export_bundle(
         "exported_at": int(time.time() * 1000),
         "namespace": dataclasses.asdict(ns) if ns is not None else None,
         "traces": dump(traces),
-        "episodes": dump(await _all(core.list_episodes, ns)),
+        "episodes": dump(await _all_episodes(core, ns)),
         "policies": dump(await _all(core.list_policies, ns)),
         "world_models": dump(await _all(core.list_world_models, ns)),
         "skills": dump(await _all(core.list_skills, ns)),

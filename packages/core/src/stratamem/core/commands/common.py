@@ -169,7 +169,11 @@ async def namespaces_with_memories(
 
 
 async def _namespaces_by_listing(core: MemoryCore) -> list[Namespace]:
-    """The namespaces of every episode, in first-seen order (newest episode first)."""
+    """The namespaces of every episode, in first-seen order (newest episode first).
+
+    Paged by offset, not by the ``after`` cursor: only a service older than ``Health.namespaces``
+    gets here, and such a service also ignores ``after`` on episodes (it would answer the first
+    page again and again)."""
     from stratamem.contract.dtos import ListQuery
 
     seen: dict[tuple[str, str], Namespace] = {}

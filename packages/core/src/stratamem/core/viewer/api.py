@@ -24,6 +24,7 @@ from stratamem.contract.dtos import (
     Namespace,
     RetrievalQuery,
     TracePatch,
+    episode_cursor,
     trace_cursor,
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
@@ -360,7 +361,16 @@ class ViewerApi:
         return to_json(item)  # type: ignore[no-any-return]
 
     async def list_episodes(self, req: Request) -> dict[str, Any]:
-        return await self._listing(req, self.core.list_episodes)
+        """A page of episodes, newest first; ``next`` is the ``after`` cursor of the following page."""
+        query = self._list_query(req, await self._acting(req))
+        items = await self.core.list_episodes(query)
+        more = len(items) == query.limit
+        return {
+            "items": to_json(items),
+            "limit": query.limit,
+            "offset": query.offset,
+            "next": episode_cursor(items[-1]) if items and more else None,
+        }
 
     async def get_episode(self, req: Request) -> dict[str, Any]:
         eid = req.params["id"]

@@ -163,7 +163,12 @@ ROUTES: tuple[Route, ...] = (
         "list_episodes",
         "episodes (tasks), newest first",
         "EpisodeList",
-        (*_LIST, Param("session_id"), Param("status")),
+        (
+            *_LIST,
+            Param("session_id"),
+            Param("status"),
+            Param("after", description="`next` of the previous page"),
+        ),
     ),
     Route(
         "GET",
