@@ -821,6 +821,10 @@ def render(res: dict[str, Any]) -> str:
         from bench.locomo import render as render_locomo
 
         lines += ["", render_locomo(res["locomo"]).rstrip()]
+    if res.get("episodes"):
+        from bench.episodes_paging import render as render_episodes
+
+        lines += render_episodes(res["episodes"])
     if res.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in res["notes"]]
     return "\n".join(lines) + "\n"

@@ -223,6 +223,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         small = args.size == "small"
         _log("startup: thin-client imports, fresh-process search, cold start, new Hermes process")
         res["startup"] = await asyncio.to_thread(run_startup, 3 if small else 10, 1 if small else 3)
+    if "episodes" in only:
+        from bench.episodes_paging import run_episodes_paging
+
+        sizes = [2_000] if args.size == "small" else [10_000, 100_000]
+        _log(f"episodes: listing pages, previous vs current, at {sizes} episodes")
+        res["episodes"] = await run_episodes_paging(sizes)
     res["load_avg_end"] = machine.load_average()
     res["notes"] = notes
     return res

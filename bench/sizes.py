@@ -60,6 +60,7 @@ SECTIONS = (
     "quality",
     "locomo",
     "startup",
+    "episodes",
 )
 #: traces in the ``dense_sample`` section (the LanceDB path's dense-query sample, cached or not)
 DENSE_SAMPLE_ROWS = 10_000
