@@ -218,7 +218,7 @@ async def run_size(n: int, repeat: int, walks: int, seed: int = 7) -> dict[str, 
                 ids_old = ids
             else:
                 ids_new = ids
-    walk = {
+    walk: dict[str, Any] = {
         "rows": len(ids_new),
         "pages": -(-len(ids_new) // WALK_PAGE),
         "old": _stats(w_old),
