@@ -121,6 +121,7 @@ async def run_size(n: int, repeat: int, walks: int, seed: int = 7) -> dict[str, 
     old_db = _previous_schema(core.services.db.path, tmp / "previous.db")
     alice = Namespace(agent_kind=SPACES[0][0], profile_id=SPACES[0][1])
     bob = Namespace(agent_kind=RARE[0], profile_id=RARE[1])
+    nobody = Namespace(agent_kind="nobody")
 
     def old(ns: Namespace | None, limit: int, offset: int, status: str | None = None) -> Any:
         where = Scope.visible(ns).where if ns is not None else "true"
@@ -161,6 +162,11 @@ async def run_size(n: int, repeat: int, walks: int, seed: int = 7) -> dict[str, 
         "first page, one namespace (70 %)": (lambda: old(alice, PAGE, 0), lambda: new(alice, PAGE)),
         "first page, a rare namespace (1 %)": (lambda: old(bob, PAGE, 0), lambda: new(bob, PAGE)),
         "first page, every namespace": (lambda: old(None, PAGE, 0), lambda: new(None, PAGE)),
+        # the index's worst case: no episode of the namespace, so the walk reaches its end
+        "first page, a namespace with none": (
+            lambda: old(nobody, PAGE, 0),
+            lambda: new(nobody, PAGE),
+        ),
         "first page, status=open (10 %)": (
             lambda: old(alice, PAGE, 0, "open"),
             lambda: new(alice, PAGE, status="open"),

@@ -12,6 +12,6 @@ async def test_both_listings_walk_the_same_rows_and_the_old_one_sorts() -> None:
     assert size["full_walk"]["same_rows"] is True
     assert size["full_walk"]["rows"] == size["listed_namespace_episodes"] > 0
     assert "USE TEMP B-TREE FOR ORDER BY" in size["plan_old"]
-    assert len(size["pages"]) == 6
+    assert len(size["pages"]) == 7
     text = "\n".join(render(res))
     assert "full walk of the namespace" in text and "| 800 |" in text
