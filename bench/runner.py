@@ -110,8 +110,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine.describe(ROOT),
     }
     notes: list[str] = []
-    # an uncached embedder: every query embedding in the figures is a real forward pass
-    embedder = load_embedder({"cache": {"enabled": False}})
+    from stratamem.core.config.loader import overrides_to_tree
+
+    # an uncached embedder: every query embedding in the figures is a real forward pass; the
+    # provider and model ``--set embedding__...`` names (the homes are opened with this one)
+    chosen = overrides_to_tree(config_overrides(args)).get("embedding", {})
+    embedder = load_embedder({**chosen, "cache": {"enabled": False}})
     corpus = None
     if {"scaling", "grpc", "dense_sample"} & set(only):
         from bench.corpus import build_corpus

@@ -38,6 +38,14 @@ class Embedder(Protocol):
 EmbedderFactory = Callable[[Mapping[str, Any]], Embedder]
 
 
+def is_asymmetric(embedder: Any) -> bool:
+    """True when the embedder marks itself ``asymmetric``: a query and a stored text are embedded
+    differently (E5's ``query: `` / ``passage: `` prefixes, an instruction per role), so a query
+    must go through ``embed_query``, never ``embed_documents``. Optional (not in the protocol):
+    an embedder without the attribute embeds both roles alike, as MiniLM does."""
+    return bool(getattr(embedder, "asymmetric", False))
+
+
 def l2_normalise(matrix: npt.NDArray[Any]) -> Vectors:
     """Rows scaled to unit length in float32; an all-zero row stays zero."""
     m = np.asarray(matrix, dtype=np.float32)

@@ -12,7 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from stratamem.core.embedding.base import Embedder, Vectors, check_text, check_texts
+from stratamem.core.embedding.base import (
+    Embedder,
+    Vectors,
+    check_text,
+    check_texts,
+    is_asymmetric,
+)
 
 
 def cache_key(provider: str, model: str, role: str, text: str) -> str:
@@ -26,6 +32,8 @@ class CachedEmbedder:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
+        #: a query and a stored text embed differently (``base.is_asymmetric``)
+        self.asymmetric = is_asymmetric(inner)
         self.max_items = max(1, int(max_items))
         self._items: collections.OrderedDict[str, Vectors] = collections.OrderedDict()
         self._lock = threading.Lock()

@@ -22,6 +22,7 @@ from stratamem.contract.dtos import (
     RetrievalQuery,
     RetrievalResult,
 )
+from stratamem.core.embedding.base import is_asymmetric
 from stratamem.core.hotindex import ScopedHotTable
 from stratamem.core.hotindex.lexical import analyze
 from stratamem.core.ids import now_ms
@@ -496,6 +497,10 @@ class _Run:
 class _CoreEmbedder:
     def __init__(self, core: Any) -> None:
         self.core = core
+
+    @property
+    def asymmetric(self) -> bool:
+        return is_asymmetric(getattr(self.core, "embedder", None))
 
     async def embed_query(self, text: str) -> Any:
         return await self.core.embed_query(text)
