@@ -167,7 +167,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         _log("capture")
         res["capture"] = await run_capture(
-            load_embedder({}),
+            load_embedder(chosen),
             size.capture_paced,
             size.capture_burst,
             args.seed,
@@ -188,7 +188,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.soak_cleanup_s is not None:
             overrides["storage__cleanup_older_than_s"] = args.soak_cleanup_s
         res["soak"] = await run_soak(
-            load_embedder({}), turns, size.soak_every, args.seed, overrides
+            load_embedder(chosen), turns, size.soak_every, args.seed, overrides
         )
         from bench.soak import verdict_lines
 
