@@ -115,3 +115,17 @@ def test_unwritable_home_is_path_not_writable(tmp_path: Path) -> None:
     with pytest.raises(StratamemError) as err:
         prepare_home(blocker / "home")
     assert err.value.code == "path_not_writable"
+
+
+def test_embedding_threads_and_batch_are_table_keys_with_ranges(tmp_path: Path) -> None:
+    # the local embedder read ``embedding.threads`` without the table knowing it: it was reported
+    # as unknown, and a bad value reached ``int()`` as an untyped error
+    (tmp_path / "config.yaml").write_text("embedding:\n  threads: 2\n  batch_size: 8\n")
+    assert unknown_keys(tmp_path) == []
+    assert load_config(tmp_path)["embedding"]["threads"] == 2
+    for bad in ("threads: 0", "threads: lots", "batch_size: 0"):
+        (tmp_path / "config.yaml").write_text(f"embedding:\n  {bad}\n")
+        with pytest.raises(StratamemError) as err:
+            load_config(tmp_path)
+        assert err.value.code == "config_invalid"
+        assert err.value.details["key"] == "embedding." + bad.split(":")[0]

@@ -161,3 +161,15 @@ def test_an_embed_from_a_fresh_home_directory_leaves_no_onnxruntime_telemetry(tm
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(384,)"
     assert not (tmp_path / ".cache" / "Microsoft").exists()
+
+
+def test_threads_and_batch_size_come_from_the_config(local) -> None:  # type: ignore[no-untyped-def]
+    # ``embedding.batch_size`` was ignored by the local provider (always 32)
+    two = create_local_embedder({"threads": 2, "batch_size": 4})
+    assert two is not local
+    assert two._session.get_session_options().intra_op_num_threads == 2
+    assert two.batch_size == 4
+    assert local._session.get_session_options().intra_op_num_threads == 1
+    assert local.batch_size == 32
+    texts = [f"a sentence of some length number {i} " * (1 + i % 4) for i in range(10)]
+    np.testing.assert_allclose(two.embed_documents(texts), local.embed_documents(texts), atol=1e-5)

@@ -20,6 +20,11 @@ DEFAULTS: dict[str, Any] = {
         "timeout_ms": 30000,
         "max_retries": 3,
         "batch_size": 32,
+        #: intra-op threads of the local ONNX session (queries and the writer's batches share it).
+        #: One: on 2 shared cores a second thread lifts burst capture to searchable 73-78 -> 107-111
+        #: turns/s but takes the core the acks need (burst ack p95 1.9-3.5 -> 6.2-6.9 ms;
+        #: bench/results/capture-threads-session21.md)
+        "threads": 1,
         #: an LRU of recent texts' vectors: a query asked again, a turn re-sent, a learner
         #: re-reading texts it just captured. Stored rows keep their own vectors, so a larger
         #: cache only holds copies: 2,048 (~3.5 MB) covers a conversation's turns and questions

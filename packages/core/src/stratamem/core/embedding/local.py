@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from stratamem.contract.errors import ErrorCode, StratamemError
+from stratamem.core.config.settings import Section
 from stratamem.core.embedding.base import Vectors, check_text, check_texts, l2_normalise
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -142,10 +143,15 @@ class LocalOnnxEmbedder:
 
 @functools.lru_cache(maxsize=4)
 def _shared(
-    model_path: str, tokenizer_path: str, model: str, max_tokens: int, threads: int
+    model_path: str, tokenizer_path: str, model: str, max_tokens: int, threads: int, batch: int
 ) -> LocalOnnxEmbedder:
     return LocalOnnxEmbedder(
-        Path(model_path), Path(tokenizer_path), model=model, max_tokens=max_tokens, threads=threads
+        Path(model_path),
+        Path(tokenizer_path),
+        model=model,
+        max_tokens=max_tokens,
+        batch_size=batch,
+        threads=threads,
     )
 
 
@@ -166,5 +172,6 @@ def create_local_embedder(config: Mapping[str, Any]) -> LocalOnnxEmbedder:
             )
         model_path, tok_path = folder / "model.onnx", folder / "tokenizer.json"
     max_tokens = int(config.get("max_tokens") or MAX_TOKENS)
-    threads = int(config.get("threads") or 1)
-    return _shared(str(model_path), str(tok_path), model, max_tokens, threads)
+    emb = Section("embedding", config)
+    batch, threads = emb.get_int("batch_size"), emb.get_int("threads")
+    return _shared(str(model_path), str(tok_path), model, max_tokens, threads, batch)
