@@ -168,6 +168,19 @@ class ViewerApi:
         items = await lister(query)
         return {"items": to_json(items), "limit": query.limit, "offset": query.offset}
 
+    async def _cursor_page(self, req: Request, lister: Any, cursor: Any) -> dict[str, Any]:
+        """A keyset-paged listing: ``next`` is the ``after`` cursor of the following page (None
+        when this page was not full)."""
+        query = self._list_query(req, await self._acting(req))
+        items = await lister(query)
+        more = len(items) == query.limit
+        return {
+            "items": to_json(items),
+            "limit": query.limit,
+            "offset": query.offset,
+            "next": cursor(items[-1]) if items and more else None,
+        }
+
     async def namespaces_view(self, req: Request) -> dict[str, Any]:
         limit, offset = _int(req, "limit", 100, 1, 500), _int(req, "offset", 0, 0, 10**9)
         spaces = await self._spaces(req.access)
@@ -264,15 +277,7 @@ class ViewerApi:
     # ------------------------------------------------------------------ traces
     async def list_traces(self, req: Request) -> dict[str, Any]:
         """A page of traces, newest first; ``next`` is the ``after`` cursor of the following page."""
-        query = self._list_query(req, await self._acting(req))
-        items = await self.core.list_traces(query)
-        more = len(items) == query.limit
-        return {
-            "items": to_json(items),
-            "limit": query.limit,
-            "offset": query.offset,
-            "next": trace_cursor(items[-1]) if items and more else None,
-        }
+        return await self._cursor_page(req, self.core.list_traces, trace_cursor)
 
     async def get_trace(self, req: Request) -> dict[str, Any]:
         tid = req.params["id"]
@@ -362,15 +367,7 @@ class ViewerApi:
 
     async def list_episodes(self, req: Request) -> dict[str, Any]:
         """A page of episodes, newest first; ``next`` is the ``after`` cursor of the following page."""
-        query = self._list_query(req, await self._acting(req))
-        items = await self.core.list_episodes(query)
-        more = len(items) == query.limit
-        return {
-            "items": to_json(items),
-            "limit": query.limit,
-            "offset": query.offset,
-            "next": episode_cursor(items[-1]) if items and more else None,
-        }
+        return await self._cursor_page(req, self.core.list_episodes, episode_cursor)
 
     async def get_episode(self, req: Request) -> dict[str, Any]:
         eid = req.params["id"]
