@@ -9,15 +9,12 @@ the un-expanded query. Outside every stage, an exception in ``expand`` once empt
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from stratamem.contract.dtos import Namespace
-from stratamem.core.embedding.base import is_asymmetric
 from stratamem.core.hotindex.lexical import analyze
 from stratamem.core.retrieval import hot_tiers
 from stratamem.core.retrieval.candidates import unit
@@ -73,31 +70,11 @@ async def embed_with_words(
     need = [w for w in words if w not in known]
     if not need:
         return None, known
-    if is_asymmetric(embedder):
-        vec, mat = await _query_then_words(embedder, text, need)
-    else:
-        vec, mat = await embed_with_query(embedder, text, need)
+    vec, mat = await embed_with_query(embedder, text, need)
     fresh = dict(zip(need, mat, strict=True))
     if kept is not None:
         kept.keep(fresh)
     return unit(vec), {**known, **fresh}
-
-
-async def _query_then_words(
-    embedder: Any, text: str, words: list[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """An asymmetric embedder's query as a query and the words as documents (the role the word
-    store embeds its words in): two calls, since one batch would embed the query as a document."""
-    fn = embedder.embed_query
-    vec = await fn(text) if inspect.iscoroutinefunction(fn) else await asyncio.to_thread(fn, text)
-    if inspect.isawaitable(vec):
-        vec = await vec
-    many = getattr(embedder, "embed_many", None)
-    if many is not None:
-        mat = await many(words)
-    else:
-        mat = await asyncio.to_thread(embedder.embed_documents, words)
-    return np.asarray(vec, dtype=np.float32).reshape(-1), np.asarray(mat, dtype=np.float32)
 
 
 def expand_query(run: _Run, words: list[str]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from stratamem.core.embedding.base import is_asymmetric
 from stratamem.core.telemetry import get_logger
 from stratamem.core.vocab.counts import Owner, owner_of
 from stratamem.core.vocab.lacking import LackingVectors
@@ -231,14 +233,29 @@ async def embed_with_query(
     embedder: Any, text: str, words: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
     """The query's vector and the vectors of ``words`` from one model call (the words the home
-    lacks cost no second call)."""
+    lacks cost no second call). An asymmetric embedder (``embedding.base.is_asymmetric``) takes
+    two: one batch would embed the query as a document; the words stay documents, the role the
+    word store embeds its words in."""
+    if is_asymmetric(embedder):
+        vec = np.asarray(await _query_vector(embedder, text), dtype=np.float32).reshape(-1)
+        return vec, np.asarray(await _documents(embedder, list(words)), dtype=np.float32)
+    mat = np.asarray(await _documents(embedder, [text, *words]), dtype=np.float32)
+    return mat[0], mat[1:]
+
+
+async def _documents(embedder: Any, texts: list[str]) -> Any:
     many = getattr(embedder, "embed_many", None)
     if many is not None:
-        got = await many([text, *words])
-    else:
-        fn = getattr(embedder, "embed_documents", None)
-        if fn is None:
-            raise TypeError("the embedder cannot embed a batch")
-        got = await asyncio.to_thread(fn, [text, *words])
-    mat = np.asarray(got, dtype=np.float32)
-    return mat[0], mat[1:]
+        return await many(texts)
+    fn = getattr(embedder, "embed_documents", None)
+    if fn is None:
+        raise TypeError("the embedder cannot embed a batch")
+    return await asyncio.to_thread(fn, texts)
+
+
+async def _query_vector(embedder: Any, text: str) -> Any:
+    fn = embedder.embed_query
+    if inspect.iscoroutinefunction(fn):
+        return await fn(text)
+    vec = await asyncio.to_thread(fn, text)
+    return await vec if inspect.isawaitable(vec) else vec
