@@ -85,14 +85,28 @@ def check_top_k(top_k: TopK | None, max_top_k: int) -> None:
             raise bad(f"top_k.{tier} must be an integer in [0, {max_top_k}]", field=f"top_k.{tier}")
 
 
-def check_cursor(after: str, what: str) -> tuple[int, str]:
+#: the largest key a keyset cursor reaches the stores with: SQLite's and LanceDB's keys are int64
+#: (and stored times end at ``EPOCH_MS_MAX``), so every larger key continues after the same rows
+CURSOR_KEY_MAX = 2**63 - 1
+
+
+def check_cursor(after: Any, what: str) -> tuple[int, str]:
     """A keyset cursor ``<int>:<id>`` (``ListQuery.after``) as ``(key, id)``; ``what`` names it in
     the error (e.g. "the `ts:id` cursor of a listed trace"). Only ASCII digits: ``str.isdigit``
-    also accepts digits ``int()`` refuses (``"²"``), which ended in an untyped ``ValueError``."""
+    also accepts digits ``int()`` refuses (``"²"``), which ended in an untyped ``ValueError``.
+
+    A key past every row's (even past int64) lists from the newest row, as the listings' newest-
+    first order says (the rows older than it are all of them); it is clamped here, once for every
+    listing: past int64 LanceDB's filter parser refused it (an untyped ``ValueError`` from
+    ``list_traces``), and past 4,300 digits so did ``int()``."""
+    if not isinstance(after, str):
+        raise bad(f"after must be {what}", field="after")
     key, sep, row_id = after.partition(":")
     if not sep or not (key.isascii() and key.isdigit()):
         raise bad(f"after must be {what}", field="after")
-    return int(key), check_id("after", row_id)
+    digits = key.lstrip("0") or "0"
+    value = CURSOR_KEY_MAX if len(digits) > 19 else min(int(digits), CURSOR_KEY_MAX)
+    return value, check_id("after", row_id)
 
 
 def check_limit(limit: Any, offset: Any, max_limit: int = 500) -> None:

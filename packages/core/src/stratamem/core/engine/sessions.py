@@ -358,18 +358,13 @@ async def close_episode(svc: EngineServices, episode_id: str) -> None:
     await svc.drain_journal(15.0)
 
 
-#: the keyset cursor's started_at is clamped here: any larger value means "from the newest" alike,
-#: and SQLite refuses integers past int64
-_INT64_MAX = 2**63 - 1
-
-
 def episode_cursor_key(after: str) -> tuple[int, str]:
     """``ListQuery.after`` of an episode listing as ``(started_at, id)`` (``invalid_argument``,
-    as ``list_traces`` answers, when it is not ``started_at:id``)."""
-    started, eid = check_cursor(
+    as ``list_traces`` answers, when it is not ``started_at:id``; a key past every start time is
+    clamped by ``check_cursor``)."""
+    return check_cursor(
         after, "the `started_at:id` cursor of a listed episode (contract.dtos.episode_cursor)"
     )
-    return min(started, _INT64_MAX), eid
 
 
 async def list_episodes(svc: EngineServices, query: ListQuery, ns: Namespace) -> list[Episode]:
