@@ -1,5 +1,6 @@
 """Capture: acknowledged ``turn_end`` latency (journal), background throughput to searchable, and the
-time from the acknowledgement to the row being applied (vector + text searchable in LanceDB).
+time from the acknowledgement to the row being applied (vector + text searchable in LanceDB), and
+``turn_start`` latency while a capture burst is being embedded against the same with the writer idle.
 
 The floor under a durable ack is the disk's fsync: a bare fsync'd SQLite commit (WAL,
 ``synchronous=FULL``, one 3 KB row, its own connection and thread, on the same disk) is measured
@@ -8,6 +9,8 @@ interleaved with the acks of the same run, so the ack's own cost reads as ack mi
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sqlite3
 import tempfile
 import time
@@ -15,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.corpus import AGENT
+from bench.corpus import AGENT, bench_turn
 from bench.longmem import conversation_stream
 from bench.stats import summarize
 
@@ -44,6 +47,34 @@ class BareCommit:
     def close(self) -> None:
         self.exec.shutdown(wait=True)
         self.db.close()
+
+
+def _cpu_by_nice() -> dict[str, float]:
+    """CPU seconds of this process's threads so far, by nice value (Linux ``/proc``; empty
+    elsewhere): how much of the work ran below the acks' priority."""
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    with contextlib.suppress(OSError):
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as fh:
+                    f = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            key = f"nice {int(f[16])}"
+            out[key] = round(out.get(key, 0.0) + (int(f[11]) + int(f[12])) / tick, 1)
+    return out
+
+
+def _memory_mb() -> dict[str, float]:
+    """The process's resident memory now and at its peak (Linux ``/proc``; empty elsewhere): a
+    second embedding session is not free."""
+    out: dict[str, float] = {}
+    with contextlib.suppress(OSError), open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                out[line.split(":")[0]] = round(int(line.split()[1]) / 1024, 1)
+    return out
 
 
 def _vs_bare(acks: list[float], bare: list[float]) -> dict[str, Any]:
@@ -106,6 +137,78 @@ async def _flush_per_turn(core: Any, stream: Any, ns: Any, turns: int = 150) -> 
     await core.store.optimize()
     after = {"table": await _table_shape(core), "search_ms": await _search_p50(core, ns, probes)}
     return {"turns": turns, "fragmented": before, "optimized": after}
+
+
+async def _recall_under_burst(
+    core: Any, tmp: Path, embedder: Any, overrides: dict[str, Any], seed: int, burst_turns: int
+) -> dict[str, Any]:
+    """``turn_start`` p50/p95 while ``core``'s writer embeds a burst of ``burst_turns``, and the
+    same with it idle, one call every 100 ms (the paced capture's rate) on a second home of the
+    same process (same embedder, same event loop). A second home: a ``turn_start`` in the burst's own home waits
+    for the writer (read-your-writes, up to half its deadline), which measures the drain, not the
+    contention for the cores. Each phase asks its own questions: a cached query embeds nothing."""
+    from stratamem.contract.dtos import Namespace, TurnResult
+    from stratamem.core.engine.assemble import open_local_core
+
+    ns = Namespace(agent_kind=AGENT)
+    filler = conversation_stream(seed + 1, 300)
+    load = conversation_stream(seed + 2, burst_turns)
+    asks = [u for _, u, _ in conversation_stream(seed + 3, 240)]
+    recall = await open_local_core(tmp / "recall-home", embedder=embedder, **overrides)
+    try:
+        for sid, user, agent in filler:
+            await recall.turn_end(
+                TurnResult(
+                    agent=AGENT,
+                    session_id=f"r-{sid}",
+                    agent_text=agent,
+                    ts=int(time.time() * 1000),
+                    user_text=user,
+                    namespace=ns,
+                )
+            )
+        await recall.flush(120)
+
+        async def ask(text: str, n: int) -> float:
+            t0 = time.perf_counter()
+            await recall.turn_start(bench_turn(ns, f"ask-{n}", text))
+            return (time.perf_counter() - t0) * 1000
+
+        idle = []
+        for n, text in enumerate(asks[:60]):
+            idle.append(await ask(text, n))
+            await asyncio.sleep(0.1)
+        for sid, user, agent in load:
+            await core.turn_end(
+                TurnResult(
+                    agent=AGENT,
+                    session_id=f"l-{sid}",
+                    agent_text=agent,
+                    ts=int(time.time() * 1000),
+                    user_text=user,
+                    namespace=ns,
+                )
+            )
+        t0 = time.perf_counter()
+        loaded = []
+        for n, text in enumerate(asks[60:], start=60):
+            if core.services.journal.backlog() == 0:
+                break
+            loaded.append(await ask(text, n))
+            await asyncio.sleep(0.1)
+        await core.flush(300)
+        drained_s = time.perf_counter() - t0
+    finally:
+        await recall.shutdown()
+    a, b = summarize(idle[5:]), summarize(loaded)
+    return {
+        "burst_turns": burst_turns,
+        "turn_start_idle_ms": a.as_dict(),
+        "turn_start_during_burst_ms": b.as_dict(),
+        "ratio_p50": round(b.median / a.median, 2) if a.median else None,
+        "ratio_p95": round(b.p95 / a.p95, 2) if a.p95 else None,
+        "drain_s": round(drained_s, 2),
+    }
 
 
 async def run_capture(
@@ -195,6 +298,11 @@ async def run_capture(
                 "last_turn_found_by_search": any(h.ref_id == last_tid for h in res.hits),
             }
             out["flush_per_turn"] = await _flush_per_turn(core, stream, ns)
+            out["recall_under_burst"] = await _recall_under_burst(
+                core, Path(tmp), embedder, overrides or {}, seed, burst_turns
+            )
+            out["cpu_s_by_thread_nice"] = _cpu_by_nice()
+            out["process_memory_mb"] = _memory_mb()
             out["read_your_writes"] = (
                 "an acknowledged turn is searchable lexically at once (pending rows are searched in "
                 "memory); ack_to_applied is when its vector is in LanceDB"

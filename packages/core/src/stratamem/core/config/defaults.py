@@ -25,6 +25,15 @@ DEFAULTS: dict[str, Any] = {
         #: turns/s but takes the core the acks need (burst ack p95 1.9-3.5 -> 6.2-6.9 ms;
         #: bench/results/capture-threads-session21.md)
         "threads": 1,
+        #: a helper thread below foreground priority, with its own one-thread session of the local
+        #: model, shares every embedding call of more than 16 texts (the capture writer's batches)
+        #: with its caller, which never waits for it longer than a piece of its own takes
+        #: (embedding/background.py). Linux only; where the OS refuses the nice there is no helper
+        #: (a log line says so). Costs a second session's memory
+        "background_helper": False,
+        #: how far the helper runs below the process (a nice increment; the acks and recall
+        #: pre-empt it)
+        "background_nice": 10,
         #: an LRU of recent texts' vectors: a query asked again, a turn re-sent, a learner
         #: re-reading texts it just captured. Stored rows keep their own vectors, so a larger
         #: cache only holds copies: 2,048 (~3.5 MB) covers a conversation's turns and questions

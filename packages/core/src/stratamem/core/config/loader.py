@@ -35,6 +35,7 @@ version: 1
 _RANGES: dict[str, tuple[float, float]] = {
     "embedding.batch_size": (1, 1024),
     "embedding.threads": (1, 64),
+    "embedding.background_nice": (1, 19),
     "capture.max_text_chars": (200, 64000),
     "capture.max_tool_output_chars": (200, 32000),
     "capture.batch_threshold": (1, 64),

@@ -16,6 +16,7 @@ import numpy as np
 
 from stratamem.contract.errors import ErrorCode, StratamemError
 from stratamem.core.config.settings import Section
+from stratamem.core.embedding.background import BackgroundLane
 from stratamem.core.embedding.base import Vectors, check_text, check_texts, l2_normalise
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -25,6 +26,9 @@ MODEL_ALIASES = frozenset(
 )
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 BATCH_SIZE = 32
+#: texts per piece when a background helper shares a call: a writer's batch (<= 64 turns) gives
+#: it four pieces to share
+SHARED_PIECE = 16
 
 
 def vendored_tokenizer_path() -> Path:
@@ -53,6 +57,8 @@ class LocalOnnxEmbedder:
     """Sentence embeddings: tokenizer → ONNX encoder → mean pooling over the mask → L2 norm (float32).
 
     One intra-op thread: on this class of machine two BLAS threads made single queries ~10x slower.
+    With ``background_nice``, a helper on a niced thread with its own session shares each call of
+    more than one piece (``background.py``); queries never use it.
     """
 
     name = "local"
@@ -66,6 +72,7 @@ class LocalOnnxEmbedder:
         max_tokens: int = MAX_TOKENS,
         batch_size: int = BATCH_SIZE,
         threads: int = 1,
+        background_nice: int = 0,
     ) -> None:
         disable_onnxruntime_telemetry()
         import onnxruntime as ort
@@ -100,6 +107,19 @@ class LocalOnnxEmbedder:
             ) from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._dimension = self._read_dimension()
+        #: a helper below foreground priority sharing big calls (``background.py``), or None
+        self.background: BackgroundLane[LocalOnnxEmbedder] | None = None
+        if background_nice > 0:
+            # the tokenizer's worker threads start with its first batch and keep that thread's
+            # nice: start them here, at this thread's priority (recall uses them too)
+            self._tokenizer.encode_batch(["", ""])
+            self.background = BackgroundLane.start(
+                lambda: LocalOnnxEmbedder(
+                    model_path, tokenizer_path, model=model, max_tokens=max_tokens, threads=1
+                ),
+                nice=background_nice,
+                name="stratamem-embed-bg",
+            )
 
     @property
     def dimension(self) -> int:
@@ -131,9 +151,17 @@ class LocalOnnxEmbedder:
         # Sorting by length keeps padding small inside each batch of 32.
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
         out = np.empty((len(items), self._dimension), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            out[idx] = self._forward([items[i] for i in idx])
+        lane = self.background
+        step = min(self.batch_size, SHARED_PIECE) if lane is not None else self.batch_size
+        pieces = [order[start : start + step] for start in range(0, len(order), step)]
+        if lane is not None and len(pieces) > 1:
+            vecs = lane.share(
+                pieces, lambda idx, w: (self if w is None else w)._forward([items[i] for i in idx])
+            )
+        else:
+            vecs = [self._forward([items[i] for i in idx]) for idx in pieces]
+        for idx, v in zip(pieces, vecs, strict=True):
+            out[idx] = v
         return out
 
     def embed_query(self, text: str) -> Vectors:
@@ -143,7 +171,13 @@ class LocalOnnxEmbedder:
 
 @functools.lru_cache(maxsize=4)
 def _shared(
-    model_path: str, tokenizer_path: str, model: str, max_tokens: int, threads: int, batch: int
+    model_path: str,
+    tokenizer_path: str,
+    model: str,
+    max_tokens: int,
+    threads: int,
+    batch: int,
+    background_nice: int = 0,
 ) -> LocalOnnxEmbedder:
     return LocalOnnxEmbedder(
         Path(model_path),
@@ -152,12 +186,14 @@ def _shared(
         max_tokens=max_tokens,
         batch_size=batch,
         threads=threads,
+        background_nice=background_nice,
     )
 
 
 def create_local_embedder(config: Mapping[str, Any]) -> LocalOnnxEmbedder:
     """Factory for provider ``local``: the shipped model, or ``model`` naming a folder with
-    ``model.onnx`` + ``tokenizer.json``. One session per process per model (it is thread-safe)."""
+    ``model.onnx`` + ``tokenizer.json``. One session per process per model (it is thread-safe), and
+    one more for the background helper when ``embedding.background_helper`` is on."""
     model = str(config.get("model") or DEFAULT_MODEL)
     if model in MODEL_ALIASES:
         model_path, tok_path, model = shipped_model_path(), vendored_tokenizer_path(), DEFAULT_MODEL
@@ -174,4 +210,5 @@ def create_local_embedder(config: Mapping[str, Any]) -> LocalOnnxEmbedder:
     max_tokens = int(config.get("max_tokens") or MAX_TOKENS)
     emb = Section("embedding", config)
     batch, threads = emb.get_int("batch_size"), emb.get_int("threads")
-    return _shared(str(model_path), str(tok_path), model, max_tokens, threads, batch)
+    nice = emb.get_int("background_nice") if emb.get_bool("background_helper") else 0
+    return _shared(str(model_path), str(tok_path), model, max_tokens, threads, batch, nice)
