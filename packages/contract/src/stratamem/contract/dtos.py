@@ -54,6 +54,7 @@ __all__ = [
     "WorldModelEntry",
     "WorldModelStructure",
     "episode_cursor",
+    "learned_cursor",
     "trace_cursor",
 ]
 
@@ -480,7 +481,9 @@ class ListQuery:
     namespace: Namespace | None = None
     include_all_namespaces: bool = False
     #: keyset cursor (proto ``ListQuery.after``): :func:`trace_cursor` of the previous page's last
-    #: trace for ``list_traces``, :func:`episode_cursor` of its last episode for ``list_episodes``
+    #: trace for ``list_traces``, :func:`episode_cursor` of its last episode for ``list_episodes``,
+    #: :func:`learned_cursor` of its last row for ``list_policies``, ``list_world_models`` and
+    #: ``list_skills``
     after: str | None = None
 
 
@@ -492,6 +495,12 @@ def trace_cursor(trace: Trace) -> str:
 def episode_cursor(episode: Episode) -> str:
     """The ``ListQuery.after`` cursor that continues an episode listing after ``episode``."""
     return f"{episode.started_at}:{episode.id}"
+
+
+def learned_cursor(item: Policy | WorldModel | Skill) -> str:
+    """The ``ListQuery.after`` cursor that continues a policy, world model or skill listing after
+    ``item`` (they page by creation time, which no later change moves)."""
+    return f"{item.created_at}:{item.id}"
 
 
 @dataclass(frozen=True, slots=True)

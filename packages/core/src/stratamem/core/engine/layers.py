@@ -13,7 +13,7 @@ from stratamem.core.ids import now_ms
 from stratamem.core.storage.ownership import Scope, quote
 from stratamem.core.storage.rows import policy_from_row, skill_from_row, world_model_from_row
 from stratamem.core.telemetry.audit import audit
-from stratamem.core.validation import bad, check_id, check_limit
+from stratamem.core.validation import bad, check_cursor, check_id, check_limit
 
 
 async def get_one(
@@ -23,21 +23,39 @@ async def get_one(
     return rows[0] if rows else None
 
 
-#: newest change first; the id breaks ties so pages are a total order (nulls sort last)
-_ORDER = (("updated_at", False), ("id", False))
+#: newest first by creation; the id breaks ties so the order (and a keyset cursor) is total.
+#: Not ``updated_at``: the learner changes these rows all the time (gain, status, merged sources,
+#: η), and a row changed while a client walked the pages moved ahead of its cursor (or its offset)
+#: and was never listed. Every writer sets ``created_at``; a row without one (nulls sort last)
+#: reads as 0, as its DTO and cursor say.
+_ORDER = (("created_at", False), ("id", False))
+
+
+def _cursor(after: str) -> tuple[int, str]:
+    return check_cursor(
+        after,
+        "the `created_at:id` cursor of a listed policy, world model or skill "
+        "(contract.dtos.learned_cursor)",
+    )
 
 
 async def list_rows(
     svc: EngineServices, table: str, query: ListQuery, ns: Namespace
 ) -> list[dict[str, Any]]:
-    """One page, newest change first. Filter, ownership rule, order, offset and limit all run
-    inside LanceDB (a top-k over the matching rows): a page reads ``limit`` rows, never the table."""
+    """One page, newest first. Filter, ownership rule, order, cursor, offset and limit all run
+    inside LanceDB (a top-k over the matching rows): a page reads ``limit`` rows, never the table.
+    ``after`` (keyset on ``(created_at, id)``) pages stably while rows are added and changed;
+    ``offset`` (after the cursor, if any) is kept for shallow paging."""
     check_limit(query.limit, query.offset)
     where = []
     if query.status:
         where.append(f"status = {quote(query.status)}")
     if query.q:
         where.append(f"lower(search_text) LIKE {quote('%' + query.q.lower() + '%')}")
+    if query.after:
+        key, row_id = _cursor(query.after)
+        made = "coalesce(created_at, 0)"
+        where.append(f"({made} < {key} OR ({made} = {key} AND id < {quote(row_id)}))")
     return await svc.store.scan(
         table,
         read_scope(ns, query.include_all_namespaces),

@@ -25,6 +25,7 @@ from stratamem.contract.dtos import (
     RetrievalQuery,
     TracePatch,
     episode_cursor,
+    learned_cursor,
     trace_cursor,
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
@@ -162,11 +163,6 @@ class ViewerApi:
             include_all_namespaces=ns is None,
             after=req.query.get("after") or None,
         )
-
-    async def _listing(self, req: Request, lister: Any) -> dict[str, Any]:
-        query = self._list_query(req, await self._acting(req))
-        items = await lister(query)
-        return {"items": to_json(items), "limit": query.limit, "offset": query.offset}
 
     async def _cursor_page(self, req: Request, lister: Any, cursor: Any) -> dict[str, Any]:
         """A keyset-paged listing: ``next`` is the ``after`` cursor of the following page (None
@@ -329,19 +325,19 @@ class ViewerApi:
 
     # ------------------------------------------------------------------ learning layers
     async def list_policies(self, req: Request) -> dict[str, Any]:
-        return await self._listing(req, self.core.list_policies)
+        return await self._cursor_page(req, self.core.list_policies, learned_cursor)
 
     async def get_policy(self, req: Request) -> dict[str, Any]:
         return await self._detail(req, "policies", self.core.get_policy, "policy")
 
     async def list_world_models(self, req: Request) -> dict[str, Any]:
-        return await self._listing(req, self.core.list_world_models)
+        return await self._cursor_page(req, self.core.list_world_models, learned_cursor)
 
     async def get_world_model(self, req: Request) -> dict[str, Any]:
         return await self._detail(req, "world_models", self.core.get_world_model, "world_model")
 
     async def list_skills(self, req: Request) -> dict[str, Any]:
-        return await self._listing(req, self.core.list_skills)
+        return await self._cursor_page(req, self.core.list_skills, learned_cursor)
 
     async def get_skill(self, req: Request) -> dict[str, Any]:
         sid = req.params["id"]

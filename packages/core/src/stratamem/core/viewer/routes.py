@@ -48,6 +48,7 @@ _LIST = (
         description="AGENT/PROFILE; default every namespace of the home (a scoped token: its newest)",
     ),
 )
+_AFTER = Param("after", description="`next` of the previous page")
 _ID = (Param("id", where="path", required=True),)
 _ROOT = (Param("root", description="workspace root (default: the first of workspace.roots)"),)
 
@@ -105,7 +106,7 @@ ROUTES: tuple[Route, ...] = (
         "list_traces",
         "L1 traces, newest first; `next` is the `after` cursor of the following page",
         "TraceList",
-        (*_LIST, Param("session_id"), Param("after", description="`next` of the previous page")),
+        (*_LIST, Param("session_id"), _AFTER),
     ),
     Route("GET", "/api/traces/{id}", "get_trace", "one trace", "Trace", _ID, errors=(404,)),
     Route(
@@ -131,13 +132,18 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/api/policies",
         "list_policies",
-        "L2 policies",
+        "L2 policies, newest first; `next` is the `after` cursor of the following page",
         "PolicyList",
-        (*_LIST, Param("status")),
+        (*_LIST, Param("status"), _AFTER),
     ),
     Route("GET", "/api/policies/{id}", "get_policy", "one policy", "Policy", _ID, errors=(404,)),
     Route(
-        "GET", "/api/world-models", "list_world_models", "L3 world models", "WorldModelList", _LIST
+        "GET",
+        "/api/world-models",
+        "list_world_models",
+        "L3 world models, newest first; `next` is the `after` cursor of the following page",
+        "WorldModelList",
+        (*_LIST, _AFTER),
     ),
     Route(
         "GET",
@@ -152,9 +158,10 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/api/skills",
         "list_skills",
-        "skills with eta and lifecycle",
+        "skills with eta and lifecycle, newest first; `next` is the `after` cursor of the "
+        "following page",
         "SkillList",
-        (*_LIST, Param("status")),
+        (*_LIST, Param("status"), _AFTER),
     ),
     Route("GET", "/api/skills/{id}", "get_skill", "one skill", "Skill", _ID, errors=(404,)),
     Route(
@@ -167,7 +174,7 @@ ROUTES: tuple[Route, ...] = (
             *_LIST,
             Param("session_id"),
             Param("status"),
-            Param("after", description="`next` of the previous page"),
+            _AFTER,
         ),
     ),
     Route(
