@@ -27,6 +27,7 @@ from stratamem.contract.dtos import (
     ToolCall,
     TurnResult,
     episode_cursor,
+    learned_cursor,
     trace_cursor,
 )
 from stratamem.contract.errors import ErrorCode, StratamemError
@@ -94,21 +95,30 @@ async def _all_traces(core: MemoryCore, ns: Namespace | None) -> list[Any]:
         after = trace_cursor(page[-1])
 
 
-async def _all_episodes(core: MemoryCore, ns: Namespace | None) -> list[Episode]:
-    """Every episode, paged by keyset cursor (stable while the service keeps opening episodes).
+async def _by_cursor(fetch: Any, cursor: Any, ns: Namespace | None) -> list[Any]:
+    """Every row of a keyset-paged listing (episodes, policies, world models, skills), stable while
+    the service keeps adding rows and its learner keeps changing them.
 
-    A service older than the episode cursor ignores ``after`` and answers the first page again:
-    a page that does not start below the cursor is read that way, and the listing is then walked
-    by offset as before (the old answer, not an endless loop)."""
-    out: list[Episode] = []
+    A service older than the listing's cursor ignores ``after`` and answers the first page again:
+    a page holding a row already listed is read that way (a service honouring the cursor never
+    lists a row twice: the keys do not change), and the listing is then walked by offset as before
+    (the old answer, not an endless loop)."""
+    out: list[Any] = []
+    listed: set[str] = set()
     while True:
-        after = episode_cursor(out[-1]) if out else None
-        page = await core.list_episodes(dataclasses.replace(_query(ns, 0), after=after))
-        if out and page and (page[0].started_at, page[0].id) >= (out[-1].started_at, out[-1].id):
-            return await _all(core.list_episodes, ns)
+        after = cursor(out[-1]) if out else None
+        page = await fetch(dataclasses.replace(_query(ns, 0), after=after))
+        if any(r.id in listed for r in page):
+            return await _all(fetch, ns)
         out.extend(page)
+        listed.update(r.id for r in page)
         if len(page) < PAGE:
             return out
+
+
+async def _all_episodes(core: MemoryCore, ns: Namespace | None) -> list[Episode]:
+    """Every episode, paged by keyset cursor (stable while the service keeps opening episodes)."""
+    return await _by_cursor(core.list_episodes, episode_cursor, ns)
 
 
 async def export_bundle(
@@ -146,9 +156,9 @@ async def export_bundle(
         "namespace": dataclasses.asdict(ns) if ns is not None else None,
         "traces": dump(traces),
         "episodes": dump(await _all_episodes(core, ns)),
-        "policies": dump(await _all(core.list_policies, ns)),
-        "world_models": dump(await _all(core.list_world_models, ns)),
-        "skills": dump(await _all(core.list_skills, ns)),
+        "policies": dump(await _by_cursor(core.list_policies, learned_cursor, ns)),
+        "world_models": dump(await _by_cursor(core.list_world_models, learned_cursor, ns)),
+        "skills": dump(await _by_cursor(core.list_skills, learned_cursor, ns)),
     }
 
 
