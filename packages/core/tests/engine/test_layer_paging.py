@@ -92,3 +92,24 @@ async def test_the_cursor_combines_with_filters_and_answers_bad_input_typed(
             await LISTERS[table](svc, ListQuery(after=bad), ALICE)
         assert err.value.code.value == "invalid_argument", (table, bad)
         assert err.value.details["field"] == "after"
+
+
+@pytest.mark.parametrize("table", list(LISTERS))
+async def test_filters_are_checked_as_the_trace_listing_checks_them(
+    svc: EngineServices, table: str
+) -> None:
+    """A lone surrogate in ``q`` or ``status`` was an untyped ``UnicodeEncodeError`` from the
+    filter; ``q`` had no bound (``list_traces`` allows 1,000 characters)."""
+    await svc.store.upsert(table, [_row(ALICE, "r_00", 1_700_000_000_000)])
+    for field, value in (
+        ("q", "a\udc80"),
+        ("q", "x" * 1001),
+        ("status", "\udc80"),
+        ("status", "s" * 65),
+    ):
+        with pytest.raises(StratamemError) as err:
+            await LISTERS[table](svc, ListQuery(**{field: value}), ALICE)
+        assert err.value.code.value == "invalid_argument", (table, field, value[:10])
+        assert err.value.details["field"] == field
+    got = await LISTERS[table](svc, ListQuery(q="R_0", status="active"), ALICE)
+    assert [r.id for r in got] == ["r_00"]
