@@ -147,6 +147,27 @@ async def test_a_bad_cursor_is_the_typed_error_list_traces_gives(svc: EngineServ
         assert [e.id for e in got] == [eid]
 
 
+async def test_the_filters_are_checked_as_the_other_listings_check_them(
+    svc: EngineServices,
+) -> None:
+    """A lone surrogate in ``status`` or ``session_id`` reached SQLite and came back as an untyped
+    ``UnicodeEncodeError``; ``status`` had no bound (the layers' listings allow 64 characters)."""
+    eid = await _episode_at(svc, ALICE, now(), 1)
+    for field, value in (
+        ("status", "\udc80"),
+        ("status", "s" * 65),
+        ("session_id", "s\udc80"),
+        ("session_id", "s" * 257),
+    ):
+        with pytest.raises(StratamemError) as err:
+            await sessions.list_episodes(svc, ListQuery(**{field: value}), ALICE)
+        assert err.value.code.value == "invalid_argument", (field, value[:10])
+        assert err.value.details["field"] == field
+    assert [e.id for e in await sessions.list_episodes(svc, ListQuery(status="open"), ALICE)] == [
+        eid
+    ]
+
+
 def _plans(db_path: Path, statements: list[str]) -> dict[str, list[str]]:
     """EXPLAIN QUERY PLAN of each listing statement (bound values inlined by the trace)."""
     con = sqlite3.connect(db_path)

@@ -384,10 +384,10 @@ async def list_episodes(svc: EngineServices, query: ListQuery, ns: Namespace) ->
     params: list[Any] = []
     if query.session_id:
         where.append("session_id = ?")
-        params.append(query.session_id)
+        params.append(check_id("session_id", query.session_id))
     if query.status:
         where.append("status = ?")
-        params.append(query.status)
+        params.append(check_text("status", query.status, 64))  # as the layers' listings check it
     if cursor is not None:
         # the bare ``started_at <= ?`` is the index's range; the OR breaks the tie on id
         where.append("started_at <= ? AND (started_at < ? OR id < ?)")
