@@ -29,7 +29,9 @@ DEFAULTS: dict[str, Any] = {
         #: model, shares every embedding call of more than 16 texts (the capture writer's batches)
         #: with its caller, which never waits for it longer than a piece of its own takes
         #: (embedding/background.py). Linux only; where the OS refuses the nice there is no helper
-        #: (a log line says so). Costs a second session's memory
+        #: (a log line says so). Off: on 2 shared cores it lifted burst capture 1.0-1.9x but the
+        #: burst's ack p95 to 6.2-6.5 ms (main 3.1-4.3), and costs ~+95 MB RSS
+        #: (bench/results/capture-nice-session22.md)
         "background_helper": False,
         #: how far the helper runs below the process (a nice increment; the acks and recall
         #: pre-empt it)
