@@ -88,6 +88,20 @@ def _vs_bare(acks: list[float], bare: list[float]) -> dict[str, Any]:
     }
 
 
+def _turn(ns: Any, session_id: str, user: str, agent: str) -> Any:
+    """A captured turn of the bench's agent, stamped now."""
+    from stratamem.contract.dtos import TurnResult
+
+    return TurnResult(
+        agent=AGENT,
+        session_id=session_id,
+        agent_text=agent,
+        ts=int(time.time() * 1000),
+        user_text=user,
+        namespace=ns,
+    )
+
+
 async def _search_p50(core: Any, ns: Any, texts: list[str]) -> dict[str, Any]:
     from stratamem.contract.dtos import RetrievalQuery
 
@@ -112,20 +126,9 @@ async def _flush_per_turn(core: Any, stream: Any, ns: Any, turns: int = 150) -> 
     for-the-ratio pass embeds them first, reported as ``first_pass_ms``): an earlier version timed
     the fragmented table's pass with fresh embeddings and the optimised one with cached ones, and
     read the embedder's cost (~7 ms) as a cost of fragments."""
-    from stratamem.contract.dtos import TurnResult
-
     for i in range(turns):
         sid, user, agent = stream[i % len(stream)]
-        await core.turn_end(
-            TurnResult(
-                agent=AGENT,
-                session_id=f"fpt-{sid}",
-                agent_text=agent,
-                ts=int(time.time() * 1000),
-                user_text=f"{user} ({i})",
-                namespace=ns,
-            )
-        )
+        await core.turn_end(_turn(ns, f"fpt-{sid}", f"{user} ({i})", agent))
         await core.flush(60)
     probes = [stream[i][1] for i in range(0, min(len(stream), 43))]
     first = await _search_p50(core, ns, probes)  # embeds each probe once (the cache keeps it)
@@ -147,7 +150,7 @@ async def _recall_under_burst(
     same process (same embedder, same event loop). A second home: a ``turn_start`` in the burst's own home waits
     for the writer (read-your-writes, up to half its deadline), which measures the drain, not the
     contention for the cores. Each phase asks its own questions: a cached query embeds nothing."""
-    from stratamem.contract.dtos import Namespace, TurnResult
+    from stratamem.contract.dtos import Namespace
     from stratamem.core.engine.assemble import open_local_core
 
     ns = Namespace(agent_kind=AGENT)
@@ -157,16 +160,7 @@ async def _recall_under_burst(
     recall = await open_local_core(tmp / "recall-home", embedder=embedder, **overrides)
     try:
         for sid, user, agent in filler:
-            await recall.turn_end(
-                TurnResult(
-                    agent=AGENT,
-                    session_id=f"r-{sid}",
-                    agent_text=agent,
-                    ts=int(time.time() * 1000),
-                    user_text=user,
-                    namespace=ns,
-                )
-            )
+            await recall.turn_end(_turn(ns, f"r-{sid}", user, agent))
         await recall.flush(120)
 
         async def ask(text: str, n: int) -> float:
@@ -179,16 +173,7 @@ async def _recall_under_burst(
             idle.append(await ask(text, n))
             await asyncio.sleep(0.1)
         for sid, user, agent in load:
-            await core.turn_end(
-                TurnResult(
-                    agent=AGENT,
-                    session_id=f"l-{sid}",
-                    agent_text=agent,
-                    ts=int(time.time() * 1000),
-                    user_text=user,
-                    namespace=ns,
-                )
-            )
+            await core.turn_end(_turn(ns, f"l-{sid}", user, agent))
         t0 = time.perf_counter()
         loaded = []
         for n, text in enumerate(asks[60:], start=60):
@@ -218,7 +203,7 @@ async def run_capture(
     seed: int,
     overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    from stratamem.contract.dtos import Namespace, RetrievalQuery, TurnResult
+    from stratamem.contract.dtos import Namespace, RetrievalQuery
     from stratamem.core.engine.assemble import open_local_core
 
     ns = Namespace(agent_kind=AGENT)
@@ -239,16 +224,7 @@ async def run_capture(
             async def end(i: int) -> tuple[float, str]:
                 sid, user, agent = stream[i]
                 t0 = time.perf_counter()
-                ack = await core.turn_end(
-                    TurnResult(
-                        agent=AGENT,
-                        session_id=sid,
-                        agent_text=agent,
-                        ts=int(time.time() * 1000),
-                        user_text=user,
-                        namespace=ns,
-                    )
-                )
+                ack = await core.turn_end(_turn(ns, sid, user, agent))
                 return t0, ack.trace_id
 
             # paced: one turn every 100 ms, as an agent does; the writer keeps up
