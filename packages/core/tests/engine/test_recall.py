@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from stratamem.contract.dtos import RetrievalQuery, RetrievalResult, TurnResult
@@ -35,6 +37,29 @@ async def test_a_just_acknowledged_turn_is_found_by_its_namespace_only(svc: Engi
     theirs = await recall.search(svc, _q("cabin wifi password", deadline_at=now() + 20_000), BOB)
     assert any("otter-1234" in h.snippet for h in mine.hits)
     assert not theirs.hits and "otter-1234" not in (theirs.injected_context or "")
+
+
+async def test_a_reader_does_not_wait_for_another_namespaces_backlog(svc: EngineServices) -> None:
+    """Recall waited (up to half its deadline) for every pending write of the home, so one
+    namespace's capture backlog held another namespace's ``turn_start``; it now waits for the
+    writes it can see, and still for its own."""
+    await svc.journal.stop(0)  # the writer stops: what is acknowledged now stays pending
+    r = TurnResult(
+        agent="hermes",
+        session_id="s",
+        user_text="what is the wifi password at the cabin?",
+        agent_text="the cabin wifi password is otter-1234",
+        ts=now(),
+    )
+    await commit.turn_end(svc, r, ALICE)
+    t0 = time.monotonic()
+    theirs = await recall.search(svc, _q("cabin wifi password", deadline_at=now() + 20_000), BOB)
+    assert time.monotonic() - t0 < 5.0, "waited for another namespace's write (before: ~10 s)"
+    assert not theirs.hits
+    t0 = time.monotonic()
+    mine = await recall.search(svc, _q("cabin wifi password", deadline_at=now() + 2_000), ALICE)
+    assert time.monotonic() - t0 >= 0.5  # half the budget for her own pending write
+    assert any("otter-1234" in h.snippet for h in mine.hits)  # found among the pending rows
 
 
 async def test_a_past_deadline_is_an_empty_cut_off(svc: EngineServices) -> None:

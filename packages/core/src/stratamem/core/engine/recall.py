@@ -99,9 +99,9 @@ async def retrieve(svc: EngineServices, query: RetrievalQuery, ns: Namespace) ->
     """Stored rows plus the journal's still-pending rows visible to ``ns``, ranked. A result
     ranked while a restart's replay still had acknowledged turns on disk (the wait ran out of
     budget) is marked ``cut_off``: it may be missing them."""
-    pending = await svc.wait_for_writes(query.deadline_at)
-    unseen = svc.journal.replaying()
     visible = Scope.visible(ns)
+    pending = await svc.wait_for_writes(query.deadline_at, visible.accepts)
+    unseen = svc.journal.replaying()
     pending = [r for r in pending if visible.accepts(r)]
     out: RetrievalResult = await rank_and_render(
         core=svc, query=query, namespace=ns, pending=pending, config=svc.config

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -194,10 +194,14 @@ class EngineServices:
             {"journal_backlog": backlog},
         )
 
-    async def wait_for_writes(self, deadline_at: int | None) -> list[dict[str, Any]]:
-        """Wait (within ~half the remaining budget) for every acknowledged turn to be applied;
-        return the rows still pending so a reader can search them too."""
-        target = self.journal.max_seq()
+    async def wait_for_writes(
+        self, deadline_at: int | None, accepts: Callable[[Mapping[str, Any]], bool] | None = None
+    ) -> list[dict[str, Any]]:
+        """Wait (within ~half the remaining budget) for every acknowledged turn to be applied —
+        with ``accepts`` (the reader's scope), every one up to the newest it can see: the journal
+        is one queue, but another namespace's later backlog is not this reader's writes; return
+        the rows still pending so a reader can search them too."""
+        target = self.journal.max_seq(accepts)
         if target:
             budget = max(0.0, self.deadline_left_s(deadline_at) * 0.5)
             await self.journal.wait_applied(target, budget)

@@ -268,9 +268,19 @@ class JournalWriter:
             return True
         return await self.wait_applied(self._replay_top, timeout_s)
 
-    def max_seq(self) -> int:
-        """The newest acknowledged entry not yet applied (past every replay page still on disk)."""
-        top = max(self.pending, default=0)
+    def max_seq(self, accepts: Callable[[Mapping[str, Any]], bool] | None = None) -> int:
+        """The newest acknowledged entry not yet applied (past every replay page still on disk).
+
+        ``accepts``: only entries whose row it accepts (a reader's scope), so a reader does not
+        wait for another namespace's backlog; an entry no reader can be shown, and the replay
+        pages still on disk (their owners unread), count whatever it says."""
+        if accepts is None:
+            top = max(self.pending, default=0)
+        else:
+            top = max(
+                (s for s, e in self.pending.items() if UNREADABLE in e or accepts(e["payload"])),
+                default=0,
+            )
         return max(top, self._replay_top) if self._more_on_disk else top
 
     # -- the loop --------------------------------------------------------------------------
