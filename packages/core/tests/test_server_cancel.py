@@ -53,8 +53,12 @@ async def _search_with_writes_held(core: Any, search: Any, session: str, cancel:
             )
         )
         call = search(
-            t.RetrievalQuery(
-                agent="hermes", query="pending", session_id=session, reason="tool_driven"
+            t.RetrievalQuery(  # in the write's namespace: a reader waits for what it can see
+                agent="hermes",
+                query="pending",
+                session_id=session,
+                reason="tool_driven",
+                namespace=t.Namespace(agent_kind=NS.agent_kind),
             )
         )
         for _ in range(600):  # the server holds the call (waiting for the write) before we cancel
