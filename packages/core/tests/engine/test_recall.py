@@ -18,6 +18,16 @@ def _q(text: str, **kw: object) -> RetrievalQuery:
     return RetrievalQuery(agent="hermes", query=text, **kw)  # type: ignore[arg-type]
 
 
+def _wifi_turn() -> TurnResult:
+    return TurnResult(
+        agent="hermes",
+        session_id="s",
+        user_text="what is the wifi password at the cabin?",
+        agent_text="the cabin wifi password is otter-1234",
+        ts=now(),
+    )
+
+
 async def test_an_unknown_reason_is_bad_input(svc: EngineServices) -> None:
     with pytest.raises(StratamemError) as err:
         await recall.search(svc, _q("x", reason="because"), ALICE)
@@ -25,14 +35,7 @@ async def test_an_unknown_reason_is_bad_input(svc: EngineServices) -> None:
 
 
 async def test_a_just_acknowledged_turn_is_found_by_its_namespace_only(svc: EngineServices) -> None:
-    r = TurnResult(
-        agent="hermes",
-        session_id="s",
-        user_text="what is the wifi password at the cabin?",
-        agent_text="the cabin wifi password is otter-1234",
-        ts=now(),
-    )
-    await commit.turn_end(svc, r, ALICE)
+    await commit.turn_end(svc, _wifi_turn(), ALICE)
     mine = await recall.search(svc, _q("cabin wifi password", deadline_at=now() + 20_000), ALICE)
     theirs = await recall.search(svc, _q("cabin wifi password", deadline_at=now() + 20_000), BOB)
     assert any("otter-1234" in h.snippet for h in mine.hits)
@@ -44,14 +47,7 @@ async def test_a_reader_does_not_wait_for_another_namespaces_backlog(svc: Engine
     namespace's capture backlog held another namespace's ``turn_start``; it now waits for the
     writes it can see, and still for its own."""
     await svc.journal.stop(0)  # the writer stops: what is acknowledged now stays pending
-    r = TurnResult(
-        agent="hermes",
-        session_id="s",
-        user_text="what is the wifi password at the cabin?",
-        agent_text="the cabin wifi password is otter-1234",
-        ts=now(),
-    )
-    await commit.turn_end(svc, r, ALICE)
+    await commit.turn_end(svc, _wifi_turn(), ALICE)
     t0 = time.monotonic()
     theirs = await recall.search(svc, _q("cabin wifi password", deadline_at=now() + 20_000), BOB)
     assert time.monotonic() - t0 < 5.0, "waited for another namespace's write (before: ~10 s)"
