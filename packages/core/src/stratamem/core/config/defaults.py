@@ -228,6 +228,11 @@ DEFAULTS: dict[str, Any] = {
         "episode_goal_min_sim": 0.45,
         "tag_filter": "auto",
         "keyword_top_k": 20,
+        #: Stratamem: the trace tier's BM25 candidates are kept down to this share of the best
+        #: one's score (memos-core 5.7.3 floors at 0.2). One memory matching a rare word of the
+        #: query pushed the others matching its common words under 0.2 and out of the pool, so
+        #: a set's second member never reached fusion (bench/results/locomo.md, session 23)
+        "trace_lexical_floor": 0.1,
         "relative_threshold_floor": 0.2,
         "skill_eta_blend": 0.15,
         "smart_seed": True,

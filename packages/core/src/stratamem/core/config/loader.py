@@ -47,6 +47,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "retrieval.mmr_lambda": (0.0, 1.0),
     "retrieval.min_trace_sim": (-1.0, 1.0),
     "retrieval.relative_threshold_floor": (0.0, 1.0),
+    "retrieval.trace_lexical_floor": (0.0, 1.0),
     "retrieval.smart_seed_ratio": (0.0, 1.0),
     "retrieval.rrf_constant": (0, 10000),
     "retrieval.candidate_pool_factor": (1, 100),

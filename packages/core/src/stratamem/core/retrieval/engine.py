@@ -238,6 +238,7 @@ class _Run:
             "min_sim": self.min_sim,
             "vec_pool": vec_pool,
             "kw_pool": kw_pool,
+            "lexical_floor": float(self.s("trace_lexical_floor")),
             "k": k,
             "personal": personal,
             "use_action": use_action,

@@ -93,6 +93,7 @@ def trace_channels(
     min_sim: float,
     vec_pool: int,
     kw_pool: int,
+    lexical_floor: float,
     k: int,
     personal: bool,
     use_action: bool,
@@ -146,12 +147,12 @@ def trace_channels(
     if not lex_pend and t is not None:  # normalised and floored on slots, as merge_scored would
         top = max((sc for _s, sc in lex), default=0.0)
         normed = [(slot, sc / top if top > 0 else 0.0) for slot, sc in lex]
-        f_hits = hc.rows_of(t, _floored(normed, 0.0, 0.2, kw_pool), memo, known)
+        f_hits = hc.rows_of(t, _floored(normed, 0.0, lexical_floor, kw_pool), memo, known)
     else:
         got = hc.rows_of(t, lex, memo, known) if t is not None else []
-        f_hits = ch.floor_relative(ch.merge_scored(got, lex_pend, normalise=True), 0.0, 0.2)[
-            :kw_pool
-        ]
+        f_hits = ch.floor_relative(
+            ch.merge_scored(got, lex_pend, normalise=True), 0.0, lexical_floor
+        )[:kw_pool]
 
     p_hits: ch.Scored = []
     on_table = t is not None and base is not None and _has_cjk(cq.terms)

@@ -114,6 +114,7 @@ async def trace_channels(
     min_sim: float,
     vec_pool: int,
     kw_pool: int,
+    lexical_floor: float,
     k: int,
     personal: bool,
     use_action: bool,
@@ -166,7 +167,7 @@ async def trace_channels(
 
             got = await dl.run("fts", query) or []
         merged = ch.merge_scored(got, ch.pending_bm25(lex_pending, cq.terms), normalise=True)
-        return ch.floor_relative(merged, 0.0, 0.2)[:kw_pool]
+        return ch.floor_relative(merged, 0.0, lexical_floor)[:kw_pool]
 
     async def pattern() -> ch.Scored:
         texts = [text_of(r) for r in lex_pending]
