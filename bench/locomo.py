@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -281,6 +282,16 @@ def _r(x: float) -> float:
     return round(x, 4) if not math.isnan(x) else x
 
 
+def rankings_digest(res: dict[str, Any]) -> str:
+    """12 hex digits over every question's ranked memories: two runs that print the same digest
+    ranked every question alike (two ingests of the same turns must; session 23 found they did
+    not)."""
+    h = hashlib.sha256()
+    for qid in sorted(res):
+        h.update(f"{qid}\t{','.join(res[qid]['ranked'])}\n".encode())
+    return h.hexdigest()[:12]
+
+
 def score(questions: Sequence[Question], runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per system: overall and per category R@5, R@10, hit@10, MRR@10; latency; abstention."""
     answerable = [q for q in questions if q.category in CATEGORIES]
@@ -326,6 +337,7 @@ def score(questions: Sequence[Question], runs: dict[str, dict[str, Any]]) -> dic
         row["empty_on_answerable"] = _r(
             metrics.mean([float(not res[q.id]["ranked"]) for q in answerable])
         )
+        row["digest"] = rankings_digest(res)
         adv = [q for q in adversarial if q.id in res]
         if adv:
             row["abstention_cat5"] = _r(metrics.mean([float(not res[q.id]["ranked"]) for q in adv]))
@@ -492,7 +504,7 @@ def halves(
         f"tune ({', '.join(ids[:TUNE_CONVS])})": set(ids[:TUNE_CONVS]),
         f"confirm ({', '.join(ids[TUNE_CONVS:])})": set(ids[TUNE_CONVS:]),
     }
-    picked = {s: runs[s] for s in ("search", "turn_start") if s in runs}
+    picked: dict[str, dict[str, Any]] = {s: runs[s] for s in ("search", "turn_start") if s in runs}
     return {
         name: score([q for q in questions if q.conv in sel], picked) for name, sel in parts.items()
     }
@@ -572,7 +584,13 @@ def render(res: dict[str, Any]) -> str:
             + " | ".join(cats)
             + f" | {ms.get('p50', '–')} | {ms.get('p95', '–')} |"
         )
+    digests = ", ".join(
+        f"{name} `{s['digest']}`" for name, s in res["systems"].items() if s.get("digest")
+    )
     lines += [
+        "",
+        f"Rankings digest (every question's ranked memories): {digests}. Another run over the "
+        "same data that prints the same digest ranked every question alike.",
         "",
         "| method | injected tokens median / p95 / max | empty on answerable | abstention (cat 5) |",
     ]

@@ -83,6 +83,15 @@ def test_score_is_all_evidence_for_recall_and_any_for_hit() -> None:
     assert s["abstention_cat5"] == 0.0
 
 
+def test_the_rankings_digest_changes_with_any_questions_order() -> None:
+    qs = [q for q in parse_conversation(RAW).questions]
+    ranked = {q.id: {"ranked": ["conv-x#0", "conv-x#1"], "ms": 1.0} for q in qs}
+    swapped = {**ranked, qs[0].id: {"ranked": ["conv-x#1", "conv-x#0"], "ms": 2.0}}
+    got = score(qs, {"a": ranked, "b": dict(ranked), "c": swapped})
+    assert got["a"]["digest"] == got["b"]["digest"] != got["c"]["digest"]
+    assert len(got["a"]["digest"]) == 12
+
+
 def test_pick_keeps_every_category_at_smoke_size(tmp_path: Path) -> None:
     import json
 
