@@ -277,3 +277,29 @@ async def test_the_trace_listing_pages_by_cursor_without_gaps_or_repeats(tmp_pat
         assert len(seen) == len(set(seen)) and set(seen) == made
         bad = await call(viewer.url + "api/traces?after=not-a-cursor")
         assert bad.status == 400 and bad.json()["error"]["details"]["field"] == "after"
+
+
+async def test_world_models_filter_by_status_as_policies_and_skills_do(tmp_path: Path) -> None:
+    # the engine honoured `status` for world models, but the route did not declare it: the
+    # OpenAPI document (and so generated clients) offered no way to ask for archived ones
+    async with running_viewer(tmp_path) as (core, viewer):
+        rows = [
+            {
+                "id": f"wm_{status}",
+                "title": f"{status} model",
+                "search_text": f"{status} model",
+                "status": status,
+                "created_at": 1_700_000_000_000 + i,
+                "updated_at": 1_700_000_000_000 + i,
+                "owner_agent_kind": NS.agent_kind,
+                "owner_profile_id": NS.profile_id,
+                "share_scope": "private",
+            }
+            for i, status in enumerate(("active", "archived"))
+        ]
+        await core.store.upsert("world_models", rows)
+        listed = (await call(viewer.url + "api/world-models?status=archived")).json()["items"]
+        assert [r["id"] for r in listed] == ["wm_archived"]
+        spec = (await call(viewer.url + "api/openapi.json")).json()
+        params = spec["paths"]["/api/world-models"]["get"]["parameters"]
+        assert "status" in {p["name"] for p in params}

@@ -143,7 +143,7 @@ ROUTES: tuple[Route, ...] = (
         "list_world_models",
         "L3 world models, newest first; `next` is the `after` cursor of the following page",
         "WorldModelList",
-        (*_LIST, _AFTER),
+        (*_LIST, Param("status"), _AFTER),
     ),
     Route(
         "GET",
