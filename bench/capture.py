@@ -146,52 +146,68 @@ async def _recall_under_burst(
     core: Any, tmp: Path, embedder: Any, overrides: dict[str, Any], seed: int, burst_turns: int
 ) -> dict[str, Any]:
     """``turn_start`` p50/p95 while ``core``'s writer embeds a burst of ``burst_turns``, and the
-    same with it idle, one call every 100 ms (the paced capture's rate) on a second home of the
-    same process (same embedder, same event loop). A second home: a ``turn_start`` in the burst's own home waits
-    for the writer (read-your-writes, up to half its deadline), which measures the drain, not the
-    contention for the cores. Each phase asks its own questions: a cached query embeds nothing."""
+    same with it idle, one call every 100 ms (the paced capture's rate), by two readers taking
+    turns: one on a second home of the same process (same embedder, same event loop: the
+    contention for the cores alone) and one in another namespace of the burst's own home (a
+    second tenant: it must not wait for the burst's writes, which its scope cannot see; session
+    22 found it waited half its deadline for them). Each reader and phase asks its own
+    questions: a cached query embeds nothing."""
     from stratamem.contract.dtos import Namespace
     from stratamem.core.engine.assemble import open_local_core
 
     ns = Namespace(agent_kind=AGENT)
+    tenant = Namespace(agent_kind=AGENT, profile_id="bench-tenant-b")
     filler = conversation_stream(seed + 1, 300)
     load = conversation_stream(seed + 2, burst_turns)
-    asks = [u for _, u, _ in conversation_stream(seed + 3, 240)]
+    asks = [u for _, u, _ in conversation_stream(seed + 3, 480)]
     recall = await open_local_core(tmp / "recall-home", embedder=embedder, **overrides)
     try:
         for sid, user, agent in filler:
             await recall.turn_end(_turn(ns, f"r-{sid}", user, agent))
+            await core.turn_end(_turn(tenant, f"t-{sid}", user, agent))
         await recall.flush(120)
+        await core.flush(120)
 
-        async def ask(text: str, n: int) -> float:
+        async def ask(target: Any, who: Any, text: str, n: int) -> float:
             t0 = time.perf_counter()
-            await recall.turn_start(bench_turn(ns, f"ask-{n}", text))
+            await target.turn_start(bench_turn(who, f"ask-{n}", text))
             return (time.perf_counter() - t0) * 1000
 
-        idle = []
-        for n, text in enumerate(asks[:60]):
-            idle.append(await ask(text, n))
+        idle: list[float] = []
+        idle_tenant: list[float] = []
+        for n in range(60):
+            idle.append(await ask(recall, ns, asks[n], n))
+            idle_tenant.append(await ask(core, tenant, asks[240 + n], n))
             await asyncio.sleep(0.1)
         for sid, user, agent in load:
             await core.turn_end(_turn(ns, f"l-{sid}", user, agent))
         t0 = time.perf_counter()
-        loaded = []
-        for n, text in enumerate(asks[60:], start=60):
+        loaded: list[float] = []
+        loaded_tenant: list[float] = []
+        for n in range(60, 240):
             if core.services.journal.backlog() == 0:
                 break
-            loaded.append(await ask(text, n))
+            loaded.append(await ask(recall, ns, asks[n], n))
+            loaded_tenant.append(await ask(core, tenant, asks[240 + n], n))
             await asyncio.sleep(0.1)
         await core.flush(300)
         drained_s = time.perf_counter() - t0
     finally:
         await recall.shutdown()
-    a, b = summarize(idle[5:]), summarize(loaded)
+
+    def phases(idle_ms: list[float], burst_ms: list[float]) -> dict[str, Any]:
+        a, b = summarize(idle_ms[5:]), summarize(burst_ms)
+        return {
+            "turn_start_idle_ms": a.as_dict(),
+            "turn_start_during_burst_ms": b.as_dict(),
+            "ratio_p50": round(b.median / a.median, 2) if a.median else None,
+            "ratio_p95": round(b.p95 / a.p95, 2) if a.p95 else None,
+        }
+
     return {
         "burst_turns": burst_turns,
-        "turn_start_idle_ms": a.as_dict(),
-        "turn_start_during_burst_ms": b.as_dict(),
-        "ratio_p50": round(b.median / a.median, 2) if a.median else None,
-        "ratio_p95": round(b.p95 / a.p95, 2) if a.p95 else None,
+        **phases(idle, loaded),
+        "same_home_other_namespace": phases(idle_tenant, loaded_tenant),
         "drain_s": round(drained_s, 2),
     }
 

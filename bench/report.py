@@ -381,6 +381,31 @@ def _bare_note(cap: dict[str, Any]) -> str:
     )
 
 
+def _burst_recall_rows(rub: dict[str, Any] | None) -> list[list[str]]:
+    """``turn_start`` idle and during a burst, on a second home and in another namespace of the
+    burst's own home (absent from reports made before either was measured)."""
+    if not rub or "turn_start_idle_ms" not in rub:
+        return []
+    n = rub["burst_turns"]
+    rows = [
+        [
+            f"turn_start on a second home while a {n}-turn burst drains (p50 ×{rub['ratio_p50']})",
+            f"idle {_cell(rub['turn_start_idle_ms'])} · during {_cell(rub['turn_start_during_burst_ms'])}",
+        ]
+    ]
+    other = rub.get("same_home_other_namespace")
+    if other:
+        rows.append(
+            [
+                f"turn_start in another namespace of the burst's own home "
+                f"(p50 ×{other['ratio_p50']})",
+                f"idle {_cell(other['turn_start_idle_ms'])} · "
+                f"during {_cell(other['turn_start_during_burst_ms'])}",
+            ]
+        )
+    return rows
+
+
 def _flush_rows(f: dict[str, Any] | None) -> list[list[str]]:
     """A flush per turn (one LanceDB fragment and version each): search before/after optimize."""
     if not f:
@@ -577,6 +602,7 @@ def render(res: dict[str, Any]) -> str:
                     ["drain after the last ack", f"{b['drain_after_last_ack_s']} s"],
                     ["last burst turn found by search", str(b["last_turn_found_by_search"])],
                     *_flush_rows(cap.get("flush_per_turn")),
+                    *_burst_recall_rows(cap.get("recall_under_burst")),
                 ],
             ),
             "",

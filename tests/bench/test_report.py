@@ -181,3 +181,27 @@ def test_capture_and_grpc_floors_are_reported_beside_the_figures() -> None:
     assert "bare grpcio unary, unix socket | 0.40 / 0.70 (0.20)" in md
     assert "turn_start overhead p50 / p95" in md
     assert "unix socket no file logs" in md
+
+
+def test_recall_beside_a_burst_is_reported_for_a_second_home_and_a_second_tenant() -> None:
+    res = _result(10.0, 5.0, 1000)
+    assert "another namespace of the burst's own home" not in render(res)  # an older report: no row
+
+    def phases(idle: float, during: float) -> dict[str, object]:
+        return {
+            "turn_start_idle_ms": _lat(idle, idle * 2),
+            "turn_start_during_burst_ms": _lat(during, during * 2),
+            "ratio_p50": round(during / idle, 2),
+            "ratio_p95": round(during / idle, 2),
+        }
+
+    res["capture"]["recall_under_burst"] = {  # type: ignore[index]
+        "burst_turns": 400,
+        **phases(30.0, 45.0),
+        "same_home_other_namespace": phases(25.0, 4050.0),
+        "drain_s": 6.0,
+    }
+    md = render(res)
+    assert "turn_start on a second home while a 400-turn burst drains (p50 ×1.5)" in md
+    assert "turn_start in another namespace of the burst's own home (p50 ×162.0)" in md
+    assert "idle 25.0 / 50.0 (12.5) · during 4050 / 8100 (2025)" in md
