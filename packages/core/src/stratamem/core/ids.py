@@ -41,7 +41,8 @@ _last = [-1, 0]  # the (milliseconds, tail) of the newest id this process minted
 
 
 def _forget_last() -> None:
-    """A forked child starts its own sequence: continuing the parent's would mint its ids."""
+    """A forked child starts its own sequence: continuing the parent's, it would mint the ids the
+    parent mints next."""
     _last[0], _last[1] = -1, 0
 
 
