@@ -303,3 +303,14 @@ async def test_world_models_filter_by_status_as_policies_and_skills_do(tmp_path:
         spec = (await call(viewer.url + "api/openapi.json")).json()
         params = spec["paths"]["/api/world-models"]["get"]["parameters"]
         assert "status" in {p["name"] for p in params}
+
+
+async def test_a_listing_filter_is_bounded_where_the_engine_bounds_it(tmp_path: Path) -> None:
+    from stratamem.core.validation import MAX_FILTER_CHARS
+
+    async with running_viewer(tmp_path) as (_, viewer):
+        for path in ("traces", "policies", "world-models", "skills"):
+            ok = await call(viewer.url + f"api/{path}?q=" + "a" * MAX_FILTER_CHARS)
+            assert ok.status == 200, (path, ok.body)
+            long = await call(viewer.url + f"api/{path}?q=" + "a" * (MAX_FILTER_CHARS + 1))
+            assert long.status == 400 and long.json()["error"]["details"]["field"] == "q", path

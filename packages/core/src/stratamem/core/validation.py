@@ -8,6 +8,9 @@ from stratamem.contract.codec import encode_json
 from stratamem.contract.dtos import TopK
 from stratamem.contract.errors import ErrorCode, StratamemError
 
+#: the longest ``q`` a listing filters by (traces, policies, world models, skills; the viewer's lists)
+MAX_FILTER_CHARS = 1000
+
 
 def bad(message: str, **details: Any) -> StratamemError:
     return StratamemError(ErrorCode.INVALID_ARGUMENT, message, details)

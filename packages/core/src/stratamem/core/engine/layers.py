@@ -13,7 +13,14 @@ from stratamem.core.ids import now_ms
 from stratamem.core.storage.ownership import Scope, quote
 from stratamem.core.storage.rows import policy_from_row, skill_from_row, world_model_from_row
 from stratamem.core.telemetry.audit import audit
-from stratamem.core.validation import bad, check_cursor, check_id, check_limit, check_text
+from stratamem.core.validation import (
+    MAX_FILTER_CHARS,
+    bad,
+    check_cursor,
+    check_id,
+    check_limit,
+    check_text,
+)
 
 
 async def get_one(
@@ -52,7 +59,7 @@ async def list_rows(
         check_text("status", query.status, 64)
         where.append(f"status = {quote(query.status)}")
     if query.q:
-        check_text("q", query.q, 1000)  # as list_traces checks it
+        check_text("q", query.q, MAX_FILTER_CHARS)
         where.append(f"lower(search_text) LIKE {quote('%' + query.q.lower() + '%')}")
     if query.after:
         key, row_id = _cursor(query.after)

@@ -19,7 +19,13 @@ from stratamem.core.engine.services import EngineServices
 from stratamem.core.storage.ownership import Scope, quote
 from stratamem.core.storage.rows import trace_from_row
 from stratamem.core.telemetry.audit import audit
-from stratamem.core.validation import check_cursor, check_id, check_limit, check_text
+from stratamem.core.validation import (
+    MAX_FILTER_CHARS,
+    check_cursor,
+    check_id,
+    check_limit,
+    check_text,
+)
 
 
 def read_scope(ns: Namespace, all_ns: bool = False) -> Scope:
@@ -80,7 +86,7 @@ async def list_traces(svc: EngineServices, query: ListQuery, ns: Namespace) -> l
     if query.session_id:
         where.append(f"session_id = {quote(query.session_id)}")
     if query.q:
-        check_text("q", query.q, 1000)
+        check_text("q", query.q, MAX_FILTER_CHARS)
         like = quote("%" + query.q.lower().replace("%", "") + "%")
         where.append(f"(lower(summary) LIKE {like} OR lower(user_text) LIKE {like})")
     cursor = _cursor(query.after) if query.after else None

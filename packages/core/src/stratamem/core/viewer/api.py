@@ -34,6 +34,7 @@ from stratamem.core.engine import overview
 from stratamem.core.events import event_namespace
 from stratamem.core.server.auth import Principal, authorize_namespace
 from stratamem.core.telemetry import get_logger
+from stratamem.core.validation import MAX_FILTER_CHARS
 from stratamem.core.viewer import config_api, logs, workspace_api
 from stratamem.core.viewer.http import HttpError, Request
 from stratamem.core.viewer.metrics import Metrics
@@ -41,6 +42,7 @@ from stratamem.core.viewer.metrics import Metrics
 _log = get_logger("viewer")
 
 PREVIEW_AGENT = "viewer"
+#: the retrieval preview's query (retrieval clamps what it embeds to 1,500 characters itself)
 MAX_QUERY_CHARS = 2000
 
 
@@ -95,12 +97,14 @@ def event_filter(access: Principal) -> Any:
     return shows
 
 
-def _query_text(req: Request, name: str = "q", *, required: bool = True) -> str:
+def _query_text(
+    req: Request, name: str = "q", *, required: bool = True, max_chars: int = MAX_QUERY_CHARS
+) -> str:
     text = req.query.get(name, "")
     if required and not text.strip():
         raise _bad(f"{name} is required", field=name)
-    if len(text) > MAX_QUERY_CHARS:
-        raise _bad(f"{name} is too long (max {MAX_QUERY_CHARS} characters)", field=name)
+    if len(text) > max_chars:
+        raise _bad(f"{name} is too long (max {max_chars} characters)", field=name)
     return text
 
 
@@ -152,7 +156,8 @@ class ViewerApi:
             return None
 
     def _list_query(self, req: Request, ns: Namespace | None) -> ListQuery:
-        q = _query_text(req, required=False) or None
+        # a listing's filter: the engine's bound (the viewer allowed 2,000, the engine 1,000)
+        q = _query_text(req, required=False, max_chars=MAX_FILTER_CHARS) or None
         return ListQuery(
             limit=_int(req, "limit", 50, 1, 500),
             offset=_int(req, "offset", 0, 0, 10**9),
