@@ -160,6 +160,7 @@ async def _recall_under_burst(
     filler = conversation_stream(seed + 1, 300)
     load = conversation_stream(seed + 2, burst_turns)
     asks = [u for _, u, _ in conversation_stream(seed + 3, 480)]
+    home_asks, tenant_asks = asks[:240], asks[240:]  # each reader its own questions
     recall = await open_local_core(tmp / "recall-home", embedder=embedder, **overrides)
     try:
         for sid, user, agent in filler:
@@ -176,8 +177,8 @@ async def _recall_under_burst(
         idle: list[float] = []
         idle_tenant: list[float] = []
         for n in range(60):
-            idle.append(await ask(recall, ns, asks[n], n))
-            idle_tenant.append(await ask(core, tenant, asks[240 + n], n))
+            idle.append(await ask(recall, ns, home_asks[n], n))
+            idle_tenant.append(await ask(core, tenant, tenant_asks[n], n))
             await asyncio.sleep(0.1)
         for sid, user, agent in load:
             await core.turn_end(_turn(ns, f"l-{sid}", user, agent))
@@ -187,8 +188,8 @@ async def _recall_under_burst(
         for n in range(60, 240):
             if core.services.journal.backlog() == 0:
                 break
-            loaded.append(await ask(recall, ns, asks[n], n))
-            loaded_tenant.append(await ask(core, tenant, asks[240 + n], n))
+            loaded.append(await ask(recall, ns, home_asks[n], n))
+            loaded_tenant.append(await ask(core, tenant, tenant_asks[n], n))
             await asyncio.sleep(0.1)
         await core.flush(300)
         drained_s = time.perf_counter() - t0

@@ -156,7 +156,7 @@ class ViewerApi:
             return None
 
     def _list_query(self, req: Request, ns: Namespace | None) -> ListQuery:
-        # a listing's filter: the engine's bound (the viewer allowed 2,000, the engine 1,000)
+        # a listing's filter: the engine's bound, not the preview's
         q = _query_text(req, required=False, max_chars=MAX_FILTER_CHARS) or None
         return ListQuery(
             limit=_int(req, "limit", 50, 1, 500),
